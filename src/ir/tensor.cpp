@@ -1,0 +1,169 @@
+#include "ir/tensor.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace mk {
+
+namespace {
+struct DTypeInfo {
+  DType dtype;
+  const char* name;
+  int size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::bf16, "bfloat16", 2}, {DType::f16, "float16", 2}, {DType::f32, "float32", 4},
+    {DType::i64, "int64", 8},     {DType::i32, "int32", 4},   {DType::b8, "bool", 1},
+};
+}  // namespace
+
+const char* dtype_name(DType d) { return kDTypes[static_cast<int>(d)].name; }
+int dtype_size(DType d) { return kDTypes[static_cast<int>(d)].size; }
+DType dtype_from_name(const std::string& name) {
+  std::string n = name.rfind("torch.", 0) == 0 ? name.substr(6) : name;
+  for (const auto& info : kDTypes)
+    if (n == info.name) return info.dtype;
+  fail("unsupported dtype '", name, "': megakittens tensors are one of bfloat16, float16, float32, int64, int32, bool");
+}
+
+Coord4 TensorMeta::padded() const {
+  Coord4 p{1, 1, 1, 1};
+  const size_t r = shape.size();
+  for (size_t i = 0; i < r && i < 4; ++i) p[4 - r + i] = shape[i];
+  return p;
+}
+int64_t TensorMeta::numel() const {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+std::string TensorMeta::str() const {
+  std::ostringstream os;
+  os << dtype_name(dtype) << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << "]@" << device;
+  return os.str();
+}
+
+int64_t Box::volume() const {
+  int64_t v = 1;
+  for (int d = 0; d < 4; ++d) v *= std::max<int64_t>(0, hi[d] - lo[d]);
+  return v;
+}
+bool Box::intersects(const Box& o) const {
+  for (int d = 0; d < 4; ++d)
+    if (std::max(lo[d], o.lo[d]) >= std::min(hi[d], o.hi[d])) return false;
+  return true;
+}
+bool Box::contains(const Box& o) const {
+  for (int d = 0; d < 4; ++d)
+    if (o.lo[d] < lo[d] || o.hi[d] > hi[d]) return false;
+  return true;
+}
+std::string Box::str() const {
+  std::ostringstream os;
+  os << "(";
+  for (int d = 0; d < 4; ++d) os << (d ? "," : "") << "(" << lo[d] << "," << hi[d] << ")";
+  os << ")";
+  return os.str();
+}
+
+TensorRange TensorRange::full(const std::vector<int64_t>& shape) {
+  TensorRange r;
+  r.view_shape = shape;
+  TensorMeta m;
+  m.shape = shape;
+  r.box = Box::of_shape(m.padded());
+  const int pad = 4 - static_cast<int>(shape.size());
+  for (int i = 0; i < 4; ++i) r.view_dim[i] = static_cast<int8_t>(i < pad ? -1 : i);
+  return r;
+}
+
+bool TensorRange::is_full(const Coord4& backing) const {
+  return box == Box::of_shape(backing) && view_padded() == backing;
+}
+
+Coord4 TensorRange::view_padded() const {
+  TensorMeta m;
+  m.shape = view_shape;
+  return m.padded();
+}
+
+Coord4 TensorRange::to_backing(const Coord4& p) const {
+  Coord4 out = box.lo;
+  for (int i = 0; i < 4; ++i)
+    if (view_dim[i] >= 0) out[view_dim[i]] += p[i];
+  return out;
+}
+
+Box TensorRange::to_backing(const Box& v) const {
+  Box out = box;
+  for (int d = 0; d < 4; ++d) out.hi[d] = out.lo[d] + 1;  // dims no view dim runs along
+  for (int i = 0; i < 4; ++i) {
+    const int b = view_dim[i];
+    if (b < 0) continue;
+    out.lo[b] = box.lo[b] + v.lo[i];
+    out.hi[b] = box.lo[b] + v.hi[i];
+  }
+  return out;
+}
+
+namespace {
+// Index into view_dim of the unpadded view dim `dim` (negative allowed).
+int view_slot(const TensorRange& r, int64_t dim, const char* op) {
+  const int64_t rank = static_cast<int64_t>(r.view_shape.size());
+  if (dim < -rank || dim >= rank) fail(op, ": dim ", dim, " is out of range for a rank-", rank, " view");
+  if (dim < 0) dim += rank;
+  return static_cast<int>(4 - rank + dim);
+}
+}  // namespace
+
+TensorRange TensorRange::select(int64_t dim, int64_t index) const {
+  const int rank = static_cast<int>(view_shape.size());
+  const int slot = view_slot(*this, dim, "select");
+  const int64_t udim = slot - (4 - rank);
+  const int64_t size = view_shape[udim];
+  if (index < -size || index >= size)
+    fail("select: index ", index, " is out of range for dim ", dim, " of size ", size);
+  if (index < 0) index += size;
+  TensorRange r = *this;
+  const int b = view_dim[slot];
+  r.box.lo[b] += index;
+  r.box.hi[b] = r.box.lo[b] + 1;
+  // Remove the view dim: shift the dims in front of it one place right, pad the front.
+  for (int i = slot; i > 0; --i) r.view_dim[i] = view_dim[i - 1];
+  r.view_dim[0] = -1;
+  r.view_shape.erase(r.view_shape.begin() + udim);
+  return r;
+}
+
+TensorRange TensorRange::slice(int64_t dim, int64_t start, int64_t end) const {
+  const int rank = static_cast<int>(view_shape.size());
+  const int slot = view_slot(*this, dim, "slice");
+  const int64_t udim = slot - (4 - rank);
+  const int64_t size = view_shape[udim];
+  auto clamp = [size](int64_t v) {
+    if (v < 0) v += size;
+    return std::clamp<int64_t>(v, 0, size);
+  };
+  start = clamp(start);
+  end = std::max(start, clamp(end));
+  TensorRange r = *this;
+  const int b = view_dim[slot];
+  r.box.lo[b] = box.lo[b] + start;
+  r.box.hi[b] = box.lo[b] + end;
+  r.view_shape[udim] = end - start;
+  return r;
+}
+
+std::string TensorRange::str() const {
+  std::ostringstream os;
+  os << box.str() << " view[";
+  for (size_t i = 0; i < view_shape.size(); ++i) os << (i ? "," : "") << view_shape[i];
+  os << "]";
+  return os.str();
+}
+
+}  // namespace mk

@@ -1,0 +1,71 @@
+// Tensors as the compiler sees them: dtype + shape metadata, 4-D boxes, and views as ranges on a
+// backing tensor. See docs/ir.md, [Note: 4-D tile coords].
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mk {
+
+enum class DType : uint8_t { bf16, f16, f32, i64, i32, b8 };
+const char* dtype_name(DType);       // "bfloat16", ... (torch spelling without "torch.")
+DType dtype_from_name(const std::string&);  // throws CompileError on an unknown name
+int dtype_size(DType);
+
+constexpr int kMaxRank = 4;
+using Coord4 = std::array<int64_t, 4>;
+
+// dtype, shape (rank <= 4) and device of a contiguous tensor (seed §02).
+struct TensorMeta {
+  DType dtype = DType::bf16;
+  std::vector<int64_t> shape;
+  std::string device = "cpu";
+
+  Coord4 padded() const;           // shape left-padded with 1s to 4-D
+  int64_t numel() const;
+  int64_t nbytes() const { return numel() * dtype_size(dtype); }
+  std::string str() const;         // "bfloat16[1024, 1024]@cpu"
+  bool operator==(const TensorMeta&) const = default;
+};
+
+// Half-open 4-D box [lo, hi) in padded coordinates.
+struct Box {
+  Coord4 lo{0, 0, 0, 0}, hi{0, 0, 0, 0};
+  static Box of_shape(const Coord4& shape) { return {{0, 0, 0, 0}, shape}; }
+  int64_t extent(int d) const { return hi[d] - lo[d]; }
+  int64_t volume() const;
+  bool empty() const { return volume() == 0; }
+  bool intersects(const Box&) const;
+  bool contains(const Box&) const;
+  std::string str() const;         // "((0,1),(1,2),(0,1024),(0,1024))"
+  bool operator==(const Box&) const = default;
+  auto operator<=>(const Box&) const = default;
+};
+
+// A view on a backing tensor, as produced by folding select/slice chains (seed §02 step 4):
+// `box` is the absolute half-open range on the backing tensor's padded shape, and view_dim[i]
+// says which backing dim the view's padded dim i runs along (-1: a leading padding dim of size 1).
+// Backing dims no view dim runs along have extent 1 in `box` (selected or padding dims).
+// Example: W[1] on W (3,1024,1024): box ((0,1),(1,2),(0,1024),(0,1024)), view shape (1024,1024),
+// view_dim {-1,-1,2,3}.
+struct TensorRange {
+  Box box;
+  std::array<int8_t, 4> view_dim{0, 1, 2, 3};
+  std::vector<int64_t> view_shape;   // unpadded shape the consumer sees
+
+  static TensorRange full(const std::vector<int64_t>& shape);
+  bool is_full(const Coord4& backing_padded) const;
+  Coord4 view_padded() const;        // view_shape left-padded to 4-D
+  Box to_backing(const Box& view_box) const;      // a box in view coords -> backing coords
+  Coord4 to_backing(const Coord4& view_point) const;
+  // Apply aten.select.int(dim, index) / aten.slice.Tensor(dim, start, end) to this view.
+  // `dim` may be negative; start/end are clamped like Python slicing. Throws CompileError on a bad
+  // dim or index (the caller adds the node name).
+  TensorRange select(int64_t dim, int64_t index) const;
+  TensorRange slice(int64_t dim, int64_t start, int64_t end) const;
+  std::string str() const;
+  bool operator==(const TensorRange&) const = default;
+};
+
+}  // namespace mk

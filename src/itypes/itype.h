@@ -1,0 +1,91 @@
+// The IType contract, host side (seed §03, DESIGN §4). An instruction type says how a node is cut
+// into tile-sized instructions, what each instruction reads and writes (access regions, from which
+// the scheduler derives barriers), how its pages are released, and - in reference/itypes/ - what
+// one packed instruction computes on the CPU.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/tensor.h"
+#include "itypes/profile.h"
+
+namespace mk {
+
+struct Instruction;
+class ExecContext;
+
+// One tensor operand of a node: the view `range` of a backing tensor `backing` (a tensor slot).
+struct Operand {
+  TensorMeta backing;
+  TensorRange range;
+
+  DType dtype() const { return backing.dtype; }
+  const std::vector<int64_t>& shape() const { return range.view_shape; }  // unpadded view shape
+  Coord4 padded() const { return range.view_padded(); }
+  // Converts a view point to a backing point, the coordinates instructions carry.
+  Coord4 origin(const Coord4& view_point) const { return range.to_backing(view_point); }
+};
+
+// What an IType sees of its node while validating and tiling.
+struct NodeInfo {
+  std::string name;    // FX node name, for messages
+  std::string target;  // FX target
+  std::vector<Operand> inputs;
+  std::vector<TensorMeta> outputs;
+  Profile profile;
+  int cluster_size = 1;
+};
+
+// One instruction as its IType describes it, before the scheduler assigns slots and barriers.
+struct InstrDesc {
+  std::vector<int32_t> indices;          // <= 16 words; coordinates on the backing tensors
+  std::vector<std::vector<Box>> reads;   // per input operand: boxes in that operand's view coords
+  std::vector<std::vector<Box>> writes;  // per output: boxes in output coords
+};
+
+class IType {
+ public:
+  virtual ~IType() = default;
+  virtual std::string name() const = 0;              // class name, e.g. "ElementwiseUnary"
+  virtual std::string params() const { return ""; }  // static parameters as canonical text
+  std::string str() const;                           // "ElementwiseUnary(ops=relu)"
+  // snake_case of name(): the custom op is torch.ops.megakittens.<op_name()>.
+  std::string op_name() const;
+
+  // Throws CompileError naming the node, the op, the constraint and the value.
+  virtual void validate(const NodeInfo&) const = 0;
+  virtual int64_t num_instructions(const NodeInfo&) const = 0;
+  virtual InstrDesc instruction(const NodeInfo&, int64_t i) const = 0;
+  // [Note: page release order] which logical page this instruction releases `query`-th (seed §10).
+  virtual int lid_release_order(int query, const Profile&) const { return query; }
+  // The input an output aliases (written in place), if any.
+  virtual std::optional<int> inplace_input(int output) const { return std::nullopt; }
+  // CPU reference semantics of one packed instruction (defined in reference/itypes/).
+  virtual void execute(const Instruction&, ExecContext&) const = 0;
+
+  // ITypes are equal when class and static parameters are (one icode per distinct IType, DESIGN §4).
+  bool same_as(const IType& o) const { return name() == o.name() && params() == o.params(); }
+};
+
+using ITypePtr = std::shared_ptr<const IType>;
+
+// Noop (icode 0): pads node ranges to the cluster size and fills empty table slots.
+class Noop final : public IType {
+ public:
+  std::string name() const override { return "Noop"; }
+  void validate(const NodeInfo&) const override {}
+  int64_t num_instructions(const NodeInfo&) const override { return 0; }
+  InstrDesc instruction(const NodeInfo&, int64_t) const override { return {}; }
+  void execute(const Instruction&, ExecContext&) const override {}
+};
+
+// Helpers shared by the ITypes' validate().
+void require_rank(const NodeInfo&, const char* what, const std::vector<int64_t>& shape, int lo, int hi);
+void require_dtype(const NodeInfo&, const char* what, DType got, DType want);
+void require_inputs(const NodeInfo&, size_t n);
+int64_t ceil_div(int64_t a, int64_t b);
+
+}  // namespace mk

@@ -1,0 +1,31 @@
+// Target profiles: everything the schedule depends on besides the graph (DESIGN §5).
+#pragma once
+#include <string>
+
+namespace mk {
+
+struct Profile {
+  std::string name;
+  int num_sms = 0;
+  int num_pages = 7;          // shared-memory pages per CTA
+  int page_bytes = 32768;
+  // Elementwise: tiles of tile_rows x tile_cols, up to tiles_per_instruction column-adjacent tiles.
+  int ew_tile_rows = 128, ew_tile_cols = 128, ew_tiles_per_instruction = 2;
+  // GEMM: each CTA computes gemm_cta_m x gemm_n of the output, K in steps of gemm_k.
+  // pair_tiles: the CTAs of a cluster split one tile of cluster_size * gemm_cta_m rows, and each CTA
+  // gets its own copy of the instruction with identical access regions (seed §04 "target 2").
+  int gemm_cta_m = 128, gemm_n = 256, gemm_k = 64;
+  bool gemm_pair_tiles = false;
+  // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.
+  int attn_cta_q = 128;
+  bool attn_pair_tiles = false;
+
+  // The seed's B200: 148 SMs, 512x256 GEMM pair tiles (256 rows per CTA), 512-row attention pairs.
+  static Profile b200();
+  // Hopper (H100/H200): num_sms from the device (132 on H200), 128x256x64 GEMM CTA tiles.
+  static Profile h200(int num_sms = 132);
+  // "b200" or "h200"; num_sms > 0 overrides the SM count. Throws CompileError on an unknown name.
+  static Profile by_name(const std::string& name, int num_sms = 0);
+};
+
+}  // namespace mk
