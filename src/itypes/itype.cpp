@@ -14,10 +14,13 @@ std::string IType::str() const {
 std::string IType::op_name() const {
   const std::string n = name();
   std::string out;
+  auto upper = [&](size_t k) { return k < n.size() && std::isupper(static_cast<unsigned char>(n[k])); };
   for (size_t k = 0; k < n.size(); ++k) {
     const char c = n[k];
-    if (std::isupper(static_cast<unsigned char>(c))) {
-      if (k) out += '_';
+    if (upper(k)) {
+      // A word starts at an upper-case letter after a lower-case one, or at the last capital of an
+      // acronym: "RMSNorm" -> "rms_norm", "ElementwiseUnary" -> "elementwise_unary".
+      if (k && (!upper(k - 1) || (k + 1 < n.size() && !upper(k + 1)))) out += '_';
       out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     } else {
       out += c;

@@ -1,0 +1,27 @@
+// RMSNorm over the last dim (seed §12), eps taken from the graph. Layout: docs/itypes.md.
+#pragma once
+#include "itypes/itype.h"
+
+namespace mk {
+
+class RMSNorm final : public IType {
+ public:
+  // y = x * rsqrt(mean(x^2, -1) + eps) * weight; has_weight=false drops the weight input.
+  explicit RMSNorm(double eps, bool has_weight = true);
+  std::string name() const override { return "RMSNorm"; }
+  std::string params() const override;  // "eps=1e-05" (+ ",no_weight")
+  double eps() const { return eps_; }
+  bool has_weight() const { return has_weight_; }
+  // Rows per instruction: one page of rows, each padded to 128 bytes.
+  static int64_t rows_per_instruction(int64_t cols, const Profile&);
+  void validate(const NodeInfo&) const override;
+  int64_t num_instructions(const NodeInfo&) const override;
+  InstrDesc instruction(const NodeInfo&, int64_t i) const override;
+  void execute(const Instruction&, ExecContext&) const override;
+
+ private:
+  double eps_;
+  bool has_weight_;
+};
+
+}  // namespace mk
