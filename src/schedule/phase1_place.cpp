@@ -1,0 +1,57 @@
+// Phase 1 (seed §04): validate every compute node, ask its IType for the instruction count and
+// descriptions, and give it a contiguous range of the list rounded up to the cluster size, so that
+// the instructions of a cluster (2k, 2k+1) always belong to the same node.
+#include "ir/error.h"
+#include "schedule/phases.h"
+
+namespace mk {
+
+void phase1_count_and_place(ScheduleState& st) {
+  const DAG& dag = st.dag;
+  st.sched_of.assign(dag.nodes.size(), -1);
+  int64_t offset = 0;
+  for (const Node& n : dag.nodes) {
+    if (!n.is_compute()) continue;
+    if (n.inputs.size() > kMaxSrcTensors || n.outputs.size() > kMaxDstTensors)
+      fail("node '", n.name, "' (", n.target, "): at most ", kMaxSrcTensors, " inputs and ", kMaxDstTensors,
+           " outputs per node, got ", n.inputs.size(), " and ", n.outputs.size());
+    NodeInfo info;
+    info.name = n.name;
+    info.target = n.target;
+    info.profile = st.opt.profile;
+    info.cluster_size = st.opt.cluster_size;
+    info.outputs = n.outputs;
+    for (const Edge& e : n.inputs) info.inputs.push_back({dag.nodes[e.node].outputs[e.output], e.range});
+    n.itype->validate(info);
+
+    NodeSchedule ns;
+    ns.node = n.id;
+    ns.name = n.name;
+    ns.itype = n.itype;
+    ns.start = offset;
+    ns.count = n.itype->num_instructions(info);
+    const int64_t c = st.opt.cluster_size;
+    ns.padded = (ns.count + c - 1) / c * c;
+    for (const Edge& e : n.inputs) ns.src_producers.push_back(e.node);
+    offset += ns.padded;
+
+    std::vector<InstrDesc> descs;
+    descs.reserve(ns.count);
+    for (int64_t i = 0; i < ns.count; ++i) {
+      InstrDesc d = n.itype->instruction(info, i);
+      if (d.indices.size() > kMaxIndices)
+        fail("node '", n.name, "' (", n.itype->str(), "): ", d.indices.size(), " indices, at most ", kMaxIndices);
+      if (d.reads.size() != n.inputs.size() || d.writes.size() != n.outputs.size())
+        fail("internal: ", n.itype->name(), " described ", d.reads.size(), "/", d.writes.size(),
+             " operands for a node with ", n.inputs.size(), "/", n.outputs.size());
+      descs.push_back(std::move(d));
+    }
+    st.sched_of[n.id] = static_cast<int>(st.prog.nodes.size());
+    st.prog.nodes.push_back(std::move(ns));
+    st.infos.push_back(std::move(info));
+    st.descs.push_back(std::move(descs));
+  }
+  if (offset > INT32_MAX) fail("graph '", dag.name, "' needs ", offset, " instructions, more than int32 indices allow");
+}
+
+}  // namespace mk
