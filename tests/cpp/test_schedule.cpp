@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "fx_builder.h"
@@ -89,7 +90,7 @@ TEST(ScheduleGolden, SeedMlpCountsSlotsAndBarriers) {
       EXPECT_LT(d, relu0.end());
       EXPECT_LT(idx[6], 512) << "relu instruction " << d << " writes row " << idx[6];  // y.r
     }
-    EXPECT_EQ(p.instructions[i].indices[10], 0) << "row block 0: D.r origin";
+    EXPECT_EQ(p.instructions[i].indices[10], (i % 2) * 256) << "row block 0, the rank's own half: D.r origin";
   }
   EXPECT_EQ(waits_on(p, 88).size(), 16u);
 
