@@ -1,0 +1,204 @@
+// The resolver registry: one entry per aten overload / custom op, keyed by str(OpOverload).
+#include "trace/resolvers.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "itypes/attention.h"
+#include "itypes/elementwise.h"
+#include "itypes/gemm.h"
+#include "itypes/rms_norm.h"
+#include "trace/op_call.h"
+
+namespace mk {
+
+namespace {
+
+using ResolveFn = Resolution (*)(const OpCall&);
+struct Entry {
+  const char* schema;
+  ResolveFn fn;
+};
+
+Resolution gemm(const OpCall& c, const char* a, const char* b) {
+  return {std::make_shared<Gemm>(), c.target(), {&c.tensor(a), &c.tensor(b)}};
+}
+
+Resolution binary(const OpCall& c, const std::string& op, bool has_alpha = false) {
+  const double alpha = has_alpha ? c.f64("alpha", 1.0) : 1.0;
+  return {std::make_shared<ElementwiseBinary>(op, alpha), c.target(), {&c.tensor("self"), &c.tensor("other")}};
+}
+
+Resolution unary(const OpCall& c, const std::string& op) {
+  return {std::make_shared<ElementwiseUnary>(std::vector<std::string>{op}), c.target(), {&c.tensor("self")}};
+}
+
+// torch.finfo(dtype).eps, what rms_norm uses for eps=None.
+double machine_eps(const OpCall& c, const std::string& dtype) {
+  const DType d = dtype_from_name(dtype);
+  if (d == DType::bf16) return 0.0078125;
+  if (d == DType::f16) return 0.0009765625;
+  if (d == DType::f32) return 1.1920928955078125e-07;
+  c.fail("eps=None needs a floating-point input, got dtype ", dtype);
+}
+
+Resolution rms_norm(const OpCall& c) {
+  const FxArg& x = c.tensor("input");
+  const FxTensor& xm = c.meta(x);
+  const std::vector<int64_t> ns = c.ints("normalized_shape");
+  if (xm.shape.empty() || ns != std::vector<int64_t>{xm.shape.back()})
+    c.fail("normalized_shape must be [last dim] = [", xm.shape.empty() ? 0 : xm.shape.back(),
+           "] (RMSNorm normalizes the last dim only), got ", c.get("normalized_shape")->str());
+  const double eps = c.opt_f64("eps").value_or(machine_eps(c, xm.dtype));
+  const FxArg* w = c.opt_tensor("weight");
+  Resolution r{std::make_shared<RMSNorm>(eps, w != nullptr), c.target(), {&x}};
+  if (w) r.inputs.push_back(w);
+  return r;
+}
+
+// Shared by every SDPA flavour: dropout rejected, masks rejected, scale None -> 1/sqrt(D).
+Resolution sdpa(const OpCall& c, const char* mask) {
+  if (const double p = c.f64("dropout_p", 0.0); p != 0.0) c.fail("dropout is not supported, got dropout_p=", p);
+  if (mask && !c.is_none(mask))
+    c.fail("attention masks are not supported yet, got ", mask, "=", c.get(mask)->str());
+  const FxArg& q = c.tensor("query");
+  const FxTensor& qm = c.meta(q);
+  if (qm.shape.empty() || qm.shape.back() <= 0) c.fail("query has no head dim, shape rank ", qm.shape.size());
+  const double scale = c.opt_f64("scale").value_or(1.0 / std::sqrt(static_cast<double>(qm.shape.back())));
+  return {std::make_shared<Attention>(c.flag("is_causal", false), scale), c.target(),
+          {&q, &c.tensor("key"), &c.tensor("value")}};
+}
+
+std::vector<std::string> split_ops(const OpCall& c, const std::string& s) {
+  std::vector<std::string> ops;
+  std::istringstream is(s);
+  for (std::string op; std::getline(is, op, ',');) {
+    op.erase(0, op.find_first_not_of(' '));
+    op.erase(op.find_last_not_of(' ') + 1);
+    if (op.empty()) c.fail("empty op in ops='", s, "'");
+    ops.push_back(op);
+  }
+  if (ops.empty()) c.fail("ops must name at least one op, got ops='", s, "'");
+  return ops;
+}
+
+#define UNARY(name) \
+  {"aten." #name ".default", {"self", [](const OpCall& c) { return unary(c, #name); }}}
+
+const std::map<std::string, Entry>& registry() {
+  static const std::map<std::string, Entry> r = {
+      {"aten.mm.default", {"self, mat2", [](const OpCall& c) { return gemm(c, "self", "mat2"); }}},
+      {"aten.bmm.default", {"self, mat2", [](const OpCall& c) { return gemm(c, "self", "mat2"); }}},
+      {"aten.matmul.default", {"self, other", [](const OpCall& c) { return gemm(c, "self", "other"); }}},
+      {"aten.add.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return binary(c, "add", true); }}},
+      {"aten.sub.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return binary(c, "sub", true); }}},
+      {"aten.mul.Tensor", {"self, other", [](const OpCall& c) { return binary(c, "mul"); }}},
+      {"aten.div.Tensor", {"self, other, *, rounding_mode",
+                           [](const OpCall& c) {
+                             if (!c.is_none("rounding_mode"))
+                               c.fail("only true division is supported, got rounding_mode=",
+                                      c.get("rounding_mode")->str());
+                             return binary(c, "div");
+                           }}},
+      {"aten.maximum.default", {"self, other", [](const OpCall& c) { return binary(c, "maximum"); }}},
+      {"aten.minimum.default", {"self, other", [](const OpCall& c) { return binary(c, "minimum"); }}},
+      {"aten.clone.default", {"self, *, memory_format",
+                              [](const OpCall& c) {
+                                if (!c.is_none("memory_format")) {
+                                  const std::string f = c.str("memory_format");
+                                  if (f != "torch.contiguous_format" && f != "torch.preserve_format")
+                                    c.fail("only contiguous clones are supported, got memory_format=", f);
+                                }
+                                return unary(c, "identity");
+                              }}},
+      UNARY(relu), UNARY(abs), UNARY(exp), UNARY(exp2), UNARY(log), UNARY(log2), UNARY(neg), UNARY(sqrt),
+      UNARY(rsqrt),
+      {"aten._fused_rms_norm.default", {"input, normalized_shape, weight, eps", rms_norm}},
+      {"aten.rms_norm.default", {"input, normalized_shape, weight, eps", rms_norm}},
+      {"aten._scaled_dot_product_flash_attention.default",
+       {"query, key, value, dropout_p, is_causal, return_debug_mask, *, scale",
+        [](const OpCall& c) { return sdpa(c, nullptr); }}},
+      {"aten._scaled_dot_product_flash_attention_for_cpu.default",
+       {"query, key, value, dropout_p, is_causal, *, attn_mask, scale",
+        [](const OpCall& c) { return sdpa(c, "attn_mask"); }}},
+      {"aten._scaled_dot_product_efficient_attention.default",
+       {"query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, *, scale",
+        [](const OpCall& c) { return sdpa(c, "attn_bias"); }}},
+      {"aten._scaled_dot_product_cudnn_attention.default",
+       {"query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, *, scale",
+        [](const OpCall& c) { return sdpa(c, "attn_bias"); }}},
+      // enable_gqa needs no flag: Attention handles H % Hk == 0 either way.
+      {"aten.scaled_dot_product_attention.default",
+       {"query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa",
+        [](const OpCall& c) {
+          c.flag("enable_gqa", false);  // type check only
+          return sdpa(c, "attn_mask");
+        }}},
+      {"megakittens.elementwise_unary.default",
+       {"x, ops",
+        [](const OpCall& c) -> Resolution {
+          return {std::make_shared<ElementwiseUnary>(split_ops(c, c.str("ops"))), c.target(), {&c.tensor("x")}};
+        }}},
+      {"megakittens.elementwise_binary.default",
+       {"a, b, op, alpha",
+        [](const OpCall& c) -> Resolution {
+          return {std::make_shared<ElementwiseBinary>(c.str("op"), c.f64("alpha", 1.0)), c.target(),
+                  {&c.tensor("a"), &c.tensor("b")}};
+        }}},
+      // Functionalized: the FX outputs are (op result slot, new bases...); an op without returns
+      // still has one (None) result slot, so base k is FX output 1 + k.
+      {"megakittens.elementwise_binary_.default",
+       {"a, b, op, alpha",
+        [](const OpCall& c) -> Resolution {
+          const int base = c.base_index("a");
+          return {std::make_shared<ElementwiseBinary>(c.str("op"), c.f64("alpha", 1.0), true), c.target(),
+                  {&c.tensor("a"), &c.tensor("b")}, {1 + base}};
+        }}},
+      {"megakittens.rms_norm.default",
+       {"x, weight, eps",
+        [](const OpCall& c) {
+          const FxArg* w = c.opt_tensor("weight");
+          Resolution r{std::make_shared<RMSNorm>(c.f64("eps"), w != nullptr), c.target(), {&c.tensor("x")}};
+          if (w) r.inputs.push_back(w);
+          return r;
+        }}},
+      {"megakittens.gemm.default", {"a, b", [](const OpCall& c) { return gemm(c, "a", "b"); }}},
+      {"megakittens.attention.default",
+       {"q, k, v, causal, scale",
+        [](const OpCall& c) -> Resolution {
+          return {std::make_shared<Attention>(c.flag("causal"), c.f64("scale")), c.target(),
+                  {&c.tensor("q"), &c.tensor("k"), &c.tensor("v")}};
+        }}},
+  };
+  return r;
+}
+#undef UNARY
+
+}  // namespace
+
+Resolution resolve_op(const FxGraph& g, const FxNode& n) {
+  std::string target = n.target;
+  if (n.target == "auto_functionalized_v2") {
+    if (n.args.empty() || n.args[0].kind != FxArg::Kind::Str)
+      fail("node '", n.name, "' (auto_functionalized_v2): args[0] must name the mutating op, got ",
+           n.args.empty() ? std::string("nothing") : n.args[0].str());
+    target = n.args[0].s;
+  }
+  const auto it = registry().find(target);
+  if (it == registry().end() || n.op != "call_function") {
+    const std::string shown = target == n.target ? target : n.target + "(" + target + ")";
+    fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)");
+  }
+  const OpCall call(g, n, target, it->second.schema);
+  try {
+    return it->second.fn(call);
+  } catch (const CompileError& e) {
+    // IType constructors do not know the node: prefix it unless the message already names it.
+    const std::string msg = e.what();
+    if (msg.rfind("node '", 0) == 0) throw;
+    call.fail(msg);
+  }
+}
+
+}  // namespace mk

@@ -1,0 +1,260 @@
+// FX graph -> DAG (seed §02): prune, classify, resolve ops, fold views into edge ranges, validate.
+#include "trace/tracer.h"
+
+#include <limits>
+
+#include "ir/error.h"
+#include "trace/op_call.h"
+#include "trace/resolvers.h"
+
+namespace mk {
+
+namespace {
+
+bool is_call(const FxNode& n, const char* target) { return n.op == "call_function" && n.target == target; }
+bool is_view(const FxNode& n) { return is_call(n, "aten.select.int") || is_call(n, "aten.slice.Tensor"); }
+bool is_getitem(const FxNode& n) { return is_call(n, "getitem"); }
+
+void collect_refs(const FxArg& a, std::vector<int>& out) {
+  if (a.is_node()) out.push_back(static_cast<int>(a.i));
+  for (const FxArg& it : a.items) collect_refs(it, out);
+}
+
+std::string dims(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]);
+  return s + "]";
+}
+
+// A tensor's meta as the DAG keeps it; `who` prefixes messages ("input 'x'", "node 'mm' (...)").
+TensorMeta to_meta(const FxTensor& t, const std::string& who) {
+  if (t.shape.size() > kMaxRank)
+    fail(who, ": rank-", t.shape.size(), " tensors are not supported (at most ", kMaxRank, " dims), shape ",
+         dims(t.shape));
+  TensorMeta m;
+  try {
+    m.dtype = dtype_from_name(t.dtype);
+  } catch (const CompileError& e) {
+    fail(who, ": ", e.what());
+  }
+  m.shape = t.shape;
+  m.device = t.device;
+  return m;
+}
+
+class Tracer {
+ public:
+  explicit Tracer(const FxGraph& g) : g_(g), dag_id_(g.nodes.size(), -1), out_map_(g.nodes.size()) {
+    dag_.name = g.name;
+  }
+
+  DAG run() {
+    reject_backward();
+    const int out = output_fx_node();
+    const std::vector<bool> live = prune(out);
+    int placeholder = 0;
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      const FxNode& n = g_.nodes[k];
+      const bool is_placeholder = n.op == "placeholder";
+      if (live[k] && !is_view(n) && !is_getitem(n) && static_cast<int>(k) != out) {
+        if (is_placeholder || n.op == "get_attr") add_input(static_cast<int>(k), is_placeholder ? placeholder : -1);
+        else add_compute(static_cast<int>(k));
+      }
+      placeholder += is_placeholder;
+    }
+    add_output(out);
+    dag_.add_use_links();
+    dag_.validate();
+    return std::move(dag_);
+  }
+
+ private:
+  void reject_backward() const {
+    if (!g_.is_backward) return;
+    std::string first = "none";
+    for (const FxNode& n : g_.nodes)
+      if (n.op == "call_function" || n.op == "call_method" || n.op == "call_module") {
+        first = n.name + " " + n.target;
+        break;
+      }
+    fail("megakittens has no backward instruction types: cannot compile the backward graph of '", g_.name,
+         "' (first op: ", first, ")");
+  }
+
+  int output_fx_node() const {
+    int out = -1;
+    for (size_t k = 0; k < g_.nodes.size(); ++k)
+      if (g_.nodes[k].op == "output") {
+        if (out >= 0) fail("graph '", g_.name, "' has two output nodes ('", g_.nodes[out].name, "', '", g_.nodes[k].name, "')");
+        out = static_cast<int>(k);
+      }
+    if (out < 0) fail("graph '", g_.name, "' has no output node");
+    return out;
+  }
+
+  // DFS back from the output: nodes nothing reaches are dead.
+  std::vector<bool> prune(int out) const {
+    std::vector<bool> live(g_.nodes.size(), false);
+    std::vector<int> stack{out};
+    live[out] = true;
+    while (!stack.empty()) {
+      const FxNode& n = g_.nodes[stack.back()];
+      stack.pop_back();
+      std::vector<int> refs;
+      for (const FxArg& a : n.args) collect_refs(a, refs);
+      for (const auto& [key, a] : n.kwargs) collect_refs(a, refs);
+      for (int r : refs) {
+        if (r < 0 || r >= static_cast<int>(g_.nodes.size()))
+          fail("node '", n.name, "' (", n.target, ") refers to node ", r, ", which does not exist");
+        if (!live[r]) stack.push_back(r), live[r] = true;
+      }
+    }
+    return live;
+  }
+
+  int push(Node node, int fx) {
+    node.id = static_cast<int>(dag_.nodes.size());
+    dag_.nodes.push_back(std::move(node));
+    dag_id_[fx] = dag_.nodes.back().id;
+    return dag_.nodes.back().id;
+  }
+
+  void add_input(int fx, int input_index) {
+    const FxNode& n = g_.nodes[fx];
+    const std::string who = "input '" + n.name + "'";
+    if (n.multi_output || n.outputs.size() != 1 || !n.outputs[0])
+      fail(who, ": only tensor inputs are supported (", n.op, " ", n.target, " is not a tensor)");
+    const FxTensor& t = *n.outputs[0];
+    if (!t.contiguous())
+      fail(who, ": non-contiguous tensors are not supported (shape ", dims(t.shape), ", stride ", dims(t.stride), ")");
+    Node node;
+    node.kind = Node::Kind::Input;
+    node.name = n.name;
+    node.target = n.target;
+    node.outputs.push_back(to_meta(t, who));
+    if (n.op == "get_attr") node.attr = n.target;
+    else node.input_index = input_index;
+    out_map_[fx] = {0};
+    push(std::move(node), fx);
+  }
+
+  void add_compute(int fx) {
+    const FxNode& n = g_.nodes[fx];
+    Resolution r = resolve_op(g_, n);
+    Node node;
+    node.kind = Node::Kind::Compute;
+    node.name = n.name;
+    node.target = r.target;
+    node.itype = r.itype;
+    const std::string who = "node '" + n.name + "' (" + n.target + ")";
+    out_map_[fx].assign(n.outputs.size(), -1);
+    for (int o : r.kept) {
+      if (o < 0 || o >= static_cast<int>(n.outputs.size()) || !n.outputs[o])
+        fail(who, ": output ", o, " (the one megakittens computes) is not a tensor (", n.outputs.size(), " outputs)");
+      out_map_[fx][o] = static_cast<int>(node.outputs.size());
+      node.outputs.push_back(to_meta(*n.outputs[o], who));
+    }
+    for (const FxArg* a : r.inputs) node.inputs.push_back(edge(*a, who, false));
+    push(std::move(node), fx);
+  }
+
+  void add_output(int fx) {
+    const FxNode& n = g_.nodes[fx];
+    const std::string who = "node '" + n.name + "' (output)";
+    Node node;
+    node.kind = Node::Kind::Output;
+    node.name = n.name;
+    node.target = "output";
+    if (n.args.empty()) fail(who, ": has no arguments");
+    const FxArg& ret = n.args[0];
+    const std::vector<FxArg> single{ret};
+    const std::vector<FxArg>& items = ret.kind == FxArg::Kind::List ? ret.items : single;
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (!items[k].is_node()) fail(who, ": output ", k, " is not a tensor, got ", items[k].str());
+      node.inputs.push_back(edge(items[k], who, true));
+    }
+    if (node.inputs.empty())
+      fail("graph '", g_.name, "' returns no tensor: megakittens needs at least one tensor output");
+    push(std::move(node), fx);
+  }
+
+  // The edge for tensor argument `arg`: walk back through select/slice and getitem to the producing
+  // DAG node, then replay the views forwards on its output.
+  Edge edge(const FxArg& arg, const std::string& who, bool to_output) const {
+    std::vector<const FxNode*> views;  // consumer first
+    const FxNode* picker = nullptr;    // the getitem that chose an output of a multi-output node
+    int cur = static_cast<int>(arg.i);
+    int out = -1;
+    for (;;) {
+      const FxNode& n = g_.nodes[cur];
+      if (is_view(n)) {
+        views.push_back(&n);
+        const OpCall c(g_, n, n.target, view_schema(n));
+        cur = static_cast<int>(c.tensor("self").i);
+      } else if (is_getitem(n)) {
+        const std::string gw = "node '" + n.name + "' (getitem)";
+        if (picker) fail(gw, ": nested tuples are not supported");
+        if (n.args.size() != 2 || !n.args[0].is_node() || n.args[1].kind != FxArg::Kind::Int)
+          fail(gw, ": expected getitem(node, int), got ", FxArg{FxArg::Kind::List, 0, 0.0, "", n.args}.str());
+        const FxNode& src = g_.nodes[n.args[0].i];
+        if (!src.multi_output)
+          fail(gw, ": indexing the tensor '", src.name, "' is not supported (getitem only picks outputs of ops)");
+        picker = &n;
+        out = static_cast<int>(n.args[1].i);
+        cur = static_cast<int>(n.args[0].i);
+      } else {
+        break;
+      }
+    }
+    const FxNode& p = g_.nodes[cur];
+    if (out < 0) {
+      if (p.multi_output) fail(who, ": reads the tuple result of '", p.name, "' (", p.target, ") without getitem");
+      out = 0;
+    }
+    if (to_output && !views.empty())
+      fail(who, ": views in front of the output are not supported (output '", views.front()->name, "' is ",
+           views.front()->target, " of '", p.name, "')");
+    const auto& map = out_map_[cur];
+    if (dag_id_[cur] < 0) fail(who, ": internal: producer '", p.name, "' is not in the DAG yet");
+    if (out >= static_cast<int>(map.size()) || map[out] < 0)
+      fail(who, ": reads output ", out, " of ", p.target, " (node '", p.name, "'", picker ? " via '" + picker->name + "'" : "",
+           "), but output ", out, " of ", p.target, " is not computed by megakittens");
+    Edge e;
+    e.node = dag_id_[cur];
+    e.output = map[out];
+    e.range = TensorRange::full(dag_.nodes[e.node].outputs[e.output].shape);
+    for (size_t k = views.size(); k-- > 0;) e.range = apply_view(*views[k], e.range);
+    return e;
+  }
+
+  static const char* view_schema(const FxNode& n) {
+    return n.target == "aten.select.int" ? "self, dim, index" : "self, dim, start, end, step";
+  }
+
+  TensorRange apply_view(const FxNode& n, const TensorRange& r) const {
+    const OpCall c(g_, n, n.target, view_schema(n));
+    try {
+      if (n.target == "aten.select.int") return r.select(c.i64("dim"), c.i64("index"));
+      if (const int64_t step = c.is_none("step") ? 1 : c.i64("step"); step != 1)
+        c.fail("slices with step != 1 are not supported, got step=", step);
+      const int64_t start = c.is_none("start") ? 0 : c.i64("start");
+      const int64_t end = c.is_none("end") ? std::numeric_limits<int64_t>::max() : c.i64("end");
+      return r.slice(c.is_none("dim") ? 0 : c.i64("dim"), start, end);
+    } catch (const CompileError& e) {
+      const std::string msg = e.what();
+      if (msg.rfind("node '", 0) == 0) throw;
+      c.fail(msg);
+    }
+  }
+
+  const FxGraph& g_;
+  DAG dag_;
+  std::vector<int> dag_id_;                 // per FX node: its DAG node, -1 if none
+  std::vector<std::vector<int>> out_map_;  // per FX node: FX output -> DAG output, -1 if dropped
+};
+
+}  // namespace
+
+DAG trace(const FxGraph& g) { return Tracer(g).run(); }
+
+}  // namespace mk

@@ -1,0 +1,370 @@
+// Tracer tests: FX graphs built by hand, as megakittens/fx_export.py would hand them over.
+#include <gtest/gtest.h>
+
+#include "fx_builder.h"
+#include "ir/error.h"
+#include "itypes/itype.h"
+#include "trace/tracer.h"
+
+namespace mk {
+namespace {
+
+using test::GraphBuilder;
+using test::list;
+using test::num;
+using test::real;
+using test::ref;
+using test::str;
+
+FxArg none() { return FxArg{}; }
+FxArg boolean(bool v) {
+  FxArg a;
+  a.kind = FxArg::Kind::Bool;
+  a.i = v;
+  return a;
+}
+
+// Expects trace(g) to throw CompileError whose message contains every part.
+void expect_error(const FxGraph& g, std::initializer_list<std::string> parts) {
+  try {
+    trace(g);
+    FAIL() << "trace() did not throw";
+  } catch (const CompileError& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+const Node& by_name(const DAG& d, const std::string& name) {
+  for (const Node& n : d.nodes)
+    if (n.name == name) return n;
+  throw std::runtime_error("no node " + name);
+}
+
+TEST(Trace, SeedMlp) {
+  const DAG d = trace(test::seed_mlp(1024, 1024));
+  // 3 inputs + 3 x (mm, add, relu) + output; the selects are folded into edges.
+  ASSERT_EQ(d.nodes.size(), 13u);
+  EXPECT_EQ(d.name, "mlp");
+  const Node& W = d.nodes[0];
+  EXPECT_TRUE(W.is_input());
+  EXPECT_EQ(W.input_index, 0);
+  EXPECT_EQ(d.nodes[2].input_index, 2);
+  EXPECT_EQ(W.outputs[0].str(), "bfloat16[3, 1024, 1024]@cpu");
+
+  const Node& mm1 = by_name(d, "mm_1");
+  ASSERT_TRUE(mm1.is_compute());
+  EXPECT_EQ(mm1.itype->str(), "Gemm");
+  EXPECT_EQ(mm1.target, "aten.mm.default");
+  ASSERT_EQ(mm1.inputs.size(), 2u);
+  EXPECT_EQ(mm1.inputs[0].node, by_name(d, "relu").id);
+  EXPECT_EQ(mm1.inputs[1].node, W.id);
+  EXPECT_EQ(mm1.inputs[1].range.box.str(), "((0,1),(1,2),(0,1024),(0,1024))");
+  EXPECT_EQ(mm1.inputs[1].range.view_shape, (std::vector<int64_t>{1024, 1024}));
+  EXPECT_TRUE(mm1.inputs[0].range.is_full(d.nodes[mm1.inputs[0].node].outputs[0].padded()));
+
+  EXPECT_EQ(by_name(d, "add_2").itype->str(), "ElementwiseBinary(op=add,alpha=1)");
+  EXPECT_EQ(by_name(d, "relu_2").itype->str(), "ElementwiseUnary(ops=relu)");
+  const Node& out = d.nodes.back();
+  ASSERT_TRUE(out.is_output());
+  ASSERT_EQ(out.inputs.size(), 1u);
+  EXPECT_EQ(out.inputs[0].node, by_name(d, "relu_2").id);
+  // Use links: W feeds the three mms.
+  EXPECT_EQ(W.users[0].size(), 3u);
+}
+
+TEST(Trace, SliceWithStartEnd) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {2, 64, 128});
+  const int s = b.call("slice_1", "aten.slice.Tensor", {ref(x), num(1), num(16), num(48)}, {2, 32, 128});
+  const int s2 = b.call("slice_2", "aten.slice.Tensor", {ref(s), num(-1), none(), num(64)}, {2, 32, 64});
+  const int r = b.call("relu", "aten.relu.default", {ref(s2)}, {2, 32, 64});
+  b.output({r});
+  const DAG d = trace(b.g);
+  ASSERT_EQ(d.nodes.size(), 3u);
+  const Edge& e = d.nodes[1].inputs[0];
+  EXPECT_EQ(e.range.box.str(), "((0,1),(0,2),(16,48),(0,64))");
+  EXPECT_EQ(e.range.view_shape, (std::vector<int64_t>{2, 32, 64}));
+}
+
+TEST(Trace, SliceToEndUsesInt64Max) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int s = b.call("slice_1", "aten.slice.Tensor", {ref(x), num(0), num(8), num(9223372036854775807LL)},
+                       {56, 128});
+  const int r = b.call("relu", "aten.relu.default", {ref(s)}, {56, 128});
+  b.output({r});
+  EXPECT_EQ(trace(b.g).nodes[1].inputs[0].range.box.str(), "((0,1),(0,1),(8,64),(0,128))");
+}
+
+TEST(Trace, SliceStepRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int s = b.call("slice_3", "aten.slice.Tensor", {ref(x), num(0), num(0), num(64), num(2)}, {32, 128});
+  const int r = b.call("relu", "aten.relu.default", {ref(s)}, {32, 128});
+  b.output({r});
+  expect_error(b.g, {"node 'slice_3' (aten.slice.Tensor): slices with step != 1 are not supported, got step=2"});
+}
+
+TEST(Trace, SelectOutOfRangeNamesViewNode) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {3, 64});
+  const int s = b.call("select_9", "aten.select.int", {ref(x), num(0), num(5)}, {64});
+  const int r = b.call("relu", "aten.relu.default", {ref(s)}, {64});
+  b.output({r});
+  expect_error(b.g, {"select_9", "aten.select.int", "index 5"});
+}
+
+TEST(Trace, UnsupportedOpRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int t = b.call("sin_3", "aten.sin.default", {ref(x)}, {64, 128});
+  b.output({t});
+  expect_error(b.g, {"node 'sin_3': unsupported op aten.sin.default (no instruction type)"});
+}
+
+TEST(Trace, ScalarOperandRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int t = b.call("mul", "aten.mul.Tensor", {ref(x), num(2)}, {64, 128});
+  b.output({t});
+  expect_error(b.g, {"node 'mul' (aten.mul.Tensor)", "scalar operands are not supported yet", "2"});
+}
+
+TEST(Trace, UnknownKwargRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int t = b.call("relu", "aten.relu.default", {ref(x)}, {64, 128});
+  b.g.nodes[t].kwargs.push_back({"inplace", boolean(true)});
+  b.output({t});
+  expect_error(b.g, {"node 'relu' (aten.relu.default)", "unexpected keyword argument 'inplace'"});
+}
+
+TEST(Trace, SubAlphaAndDivRoundingMode) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int y = b.placeholder("y", {64, 128});
+  const int s = b.call("sub", "aten.sub.Tensor", {ref(x), ref(y)}, {64, 128});
+  b.g.nodes[s].kwargs.push_back({"alpha", num(2)});
+  b.output({s});
+  EXPECT_EQ(trace(b.g).nodes[2].itype->str(), "ElementwiseBinary(op=sub,alpha=2)");
+
+  GraphBuilder c;
+  const int cx = c.placeholder("x", {64, 128});
+  const int cd = c.call("div", "aten.div.Tensor", {ref(cx), ref(cx)}, {64, 128});
+  c.g.nodes[cd].kwargs.push_back({"rounding_mode", str("floor")});
+  c.output({cd});
+  expect_error(c.g, {"node 'div' (aten.div.Tensor)", "rounding_mode='floor'"});
+}
+
+TEST(Trace, NonContiguousInputRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  b.g.nodes[x].outputs[0]->stride = {1, 64};
+  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 128});
+  b.output({r});
+  expect_error(b.g, {"input 'x': non-contiguous tensors are not supported (shape [64, 128], stride [1, 64])"});
+}
+
+TEST(Trace, Rank5InputRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x5", {2, 2, 2, 2, 2});
+  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {2, 2, 2, 2, 2});
+  b.output({r});
+  expect_error(b.g, {"input 'x5'", "rank-5"});
+}
+
+TEST(Trace, NonTensorPlaceholderRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int s = b.placeholder("s0", {});
+  b.g.nodes[s].outputs = {std::nullopt};
+  const int r = b.call("mul", "aten.mul.Tensor", {ref(x), ref(s)}, {64, 128});
+  b.output({r});
+  expect_error(b.g, {"input 's0'", "tensor"});
+}
+
+TEST(Trace, ViewInFrontOfOutputRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 128});
+  const int s = b.call("slice_1", "aten.slice.Tensor", {ref(r), num(0), num(0), num(32)}, {32, 128});
+  b.output({s});
+  expect_error(b.g, {"views in front of the output are not supported", "slice_1"});
+}
+
+TEST(Trace, NoneOutputRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 128});
+  b.output({r});
+  b.g.nodes.back().args[0].items.push_back(none());
+  expect_error(b.g, {"output 1 is not a tensor"});
+}
+
+TEST(Trace, NoTensorOutputRejected) {
+  GraphBuilder b;
+  b.placeholder("x", {64, 128});
+  b.output({});
+  expect_error(b.g, {"returns no tensor"});
+}
+
+TEST(Trace, BackwardGraphRejected) {
+  FxGraph g = test::seed_mlp(128, 128, 1);
+  g.name = "mlp_bw";
+  g.is_backward = true;
+  expect_error(g, {"megakittens has no backward instruction types: cannot compile the backward graph of 'mlp_bw' "
+                   "(first op: select aten.select.int)"});
+}
+
+// _fused_rms_norm returns (y, rstd): megakittens keeps y only.
+FxGraph rms_graph(bool read_rstd) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {16, 2048});
+  const int w = b.placeholder("w", {2048});
+  FxNode n;
+  n.name = "_fused_rms_norm";
+  n.op = "call_function";
+  n.target = "aten._fused_rms_norm.default";
+  n.args = {ref(x), list({num(2048)}), ref(w), real(1e-5)};
+  n.outputs = {test::contiguous({16, 2048}), test::contiguous({16, 1}, "float32")};
+  n.multi_output = true;
+  b.g.nodes.push_back(n);
+  const int rms = static_cast<int>(b.g.nodes.size()) - 1;
+  const int y = b.call("getitem", "getitem", {ref(rms), num(0)}, {16, 2048});
+  const int rstd = b.call("getitem_1", "getitem", {ref(rms), num(1)}, {16, 1}, "float32");
+  const int r = b.call("relu", "aten.relu.default", {ref(read_rstd ? rstd : y)}, {16, 2048});
+  b.output({r, y});
+  return b.g;
+}
+
+TEST(Trace, MultiOutputKeepsOutput0) {
+  const DAG d = trace(rms_graph(false));
+  ASSERT_EQ(d.nodes.size(), 5u);  // x, w, rms, relu, output
+  const Node& rms = d.nodes[2];
+  EXPECT_EQ(rms.itype->str(), "RMSNorm(eps=1e-05)");
+  ASSERT_EQ(rms.outputs.size(), 1u);
+  EXPECT_EQ(rms.outputs[0].str(), "bfloat16[16, 2048]@cpu");
+  ASSERT_EQ(rms.inputs.size(), 2u);
+  EXPECT_EQ(rms.inputs[1].node, 1);
+  EXPECT_EQ(d.nodes[3].inputs[0].node, 2);
+  EXPECT_EQ(d.nodes[4].inputs[1].node, 2);  // getitem in front of the output is output selection
+  EXPECT_EQ(rms.users[0].size(), 2u);
+}
+
+TEST(Trace, DroppedOutputRejected) {
+  expect_error(rms_graph(true), {"relu", "output 1 of aten._fused_rms_norm.default", "is not computed by megakittens"});
+}
+
+TEST(Trace, RmsNormDefaultEpsAndShape) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {16, 64});
+  const int y = b.call("rms_norm", "aten.rms_norm.default", {ref(x), list({num(64)})}, {16, 64});
+  b.output({y});
+  const DAG d = trace(b.g);
+  EXPECT_EQ(d.nodes[1].inputs.size(), 1u);
+  const std::string s = d.nodes[1].itype->str();
+  EXPECT_NE(s.find("no_weight"), std::string::npos) << s;
+  EXPECT_NE(s.find("0.0078125"), std::string::npos) << s;
+
+  b.g.nodes[y].args[1] = list({num(16), num(64)});
+  expect_error(b.g, {"node 'rms_norm' (aten.rms_norm.default)", "normalized_shape", "[16, 64]"});
+}
+
+TEST(Trace, AttentionVariants) {
+  GraphBuilder b;
+  const int q = b.placeholder("q", {1, 4, 128, 64});
+  const int k = b.placeholder("k", {1, 4, 128, 64});
+  const int v = b.placeholder("v", {1, 4, 128, 64});
+  const int o = b.call("sdpa", "aten.scaled_dot_product_attention.default", {ref(q), ref(k), ref(v)}, {1, 4, 128, 64});
+  b.g.nodes[o].kwargs.push_back({"is_causal", boolean(true)});
+  b.output({o});
+  const DAG d = trace(b.g);
+  EXPECT_EQ(d.nodes[3].itype->str(), "Attention(causal=1,scale=0.125)");
+  ASSERT_EQ(d.nodes[3].inputs.size(), 3u);
+
+  b.g.nodes[o].args.push_back(ref(q));  // attn_mask
+  expect_error(b.g, {"node 'sdpa'", "attention masks are not supported yet"});
+  b.g.nodes[o].args.back() = none();
+  b.g.nodes[o].args.push_back(real(0.1));
+  expect_error(b.g, {"node 'sdpa'", "dropout_p=0.1"});
+}
+
+TEST(Trace, CustomOps) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int w = b.placeholder("w", {128, 128});
+  const int g = b.call("gemm", "megakittens.gemm.default", {ref(x), ref(w)}, {64, 128});
+  const int u = b.call("un", "megakittens.elementwise_unary.default", {ref(g), str("relu,abs")}, {64, 128});
+  const int r = b.call("rn", "megakittens.rms_norm.default", {ref(u), none(), real(1e-6)}, {64, 128});
+  const int e = b.call("eb", "megakittens.elementwise_binary.default", {ref(r), ref(x), str("mul")}, {64, 128});
+  b.output({e});
+  const DAG d = trace(b.g);
+  EXPECT_EQ(d.nodes[2].itype->str(), "Gemm");
+  EXPECT_EQ(d.nodes[3].itype->str(), "ElementwiseUnary(ops=relu,abs)");
+  EXPECT_EQ(d.nodes[4].inputs.size(), 1u);
+  EXPECT_EQ(d.nodes[5].itype->str(), "ElementwiseBinary(op=mul,alpha=1)");
+}
+
+// mul = x * y; auto_functionalized_v2(elementwise_binary_, b=y, op='add', alpha=1.0, _a_base_index=0,
+// _all_bases=[mul]) -> (None, new mul); relu(getitem(af, 1)).
+FxGraph functionalized_graph() {
+  GraphBuilder b;
+  const int x = b.placeholder("arg0_1", {64, 128});
+  const int y = b.placeholder("arg1_1", {64, 128});
+  const int mul = b.call("mul", "aten.mul.Tensor", {ref(x), ref(y)}, {64, 128});
+  FxNode n;
+  n.name = "auto_functionalized_v2";
+  n.op = "call_function";
+  n.target = "auto_functionalized_v2";
+  n.args = {str("megakittens.elementwise_binary_.default")};
+  n.kwargs = {{"b", ref(y)}, {"op", str("add")}, {"alpha", real(1.0)}, {"_a_base_index", num(0)},
+              {"_all_bases", list({ref(mul)})}};
+  n.outputs = {std::nullopt, test::contiguous({64, 128})};
+  n.multi_output = true;
+  b.g.nodes.push_back(n);
+  const int af = static_cast<int>(b.g.nodes.size()) - 1;
+  const int gi = b.call("getitem_1", "getitem", {ref(af), num(1)}, {64, 128});
+  const int r = b.call("relu", "aten.relu.default", {ref(gi)}, {64, 128});
+  b.output({r});
+  return b.g;
+}
+
+TEST(Trace, AutoFunctionalizedV2Unwrapped) {
+  const DAG d = trace(functionalized_graph());
+  ASSERT_EQ(d.nodes.size(), 6u);  // x, y, mul, eb_, relu, output
+  const Node& eb = d.nodes[3];
+  EXPECT_EQ(eb.name, "auto_functionalized_v2");
+  EXPECT_EQ(eb.target, "megakittens.elementwise_binary_.default");
+  EXPECT_EQ(eb.itype->str(), "ElementwiseBinary(op=add,alpha=1,inplace)");
+  ASSERT_EQ(eb.inputs.size(), 2u);
+  EXPECT_EQ(eb.inputs[0].node, 2);  // a = _all_bases[0] = mul
+  EXPECT_EQ(eb.inputs[1].node, 1);  // b = y
+  ASSERT_EQ(eb.outputs.size(), 1u);
+  EXPECT_EQ(d.nodes[4].inputs[0].node, 3);
+  EXPECT_EQ(d.nodes[4].inputs[0].output, 0);
+}
+
+TEST(Trace, AutoFunctionalizedV2ViewOfBaseRejected) {
+  FxGraph g = functionalized_graph();
+  g.nodes[3].kwargs.push_back({"_a_size", list({num(32), num(128)})});
+  expect_error(g, {"auto_functionalized_v2(megakittens.elementwise_binary_.default)", "_a_size", "views"});
+}
+
+TEST(Trace, DeadNodePruned) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int unused = b.placeholder("unused", {3, 3, 3, 3, 3});  // dead: not even checked
+  b.call("dead_sin", "aten.sin.default", {ref(unused)}, {3, 3, 3, 3, 3});
+  const int y = b.placeholder("y", {64, 128});
+  const int r = b.call("add", "aten.add.Tensor", {ref(x), ref(y)}, {64, 128});
+  b.output({r});
+  const DAG d = trace(b.g);
+  ASSERT_EQ(d.nodes.size(), 4u);  // x, y, add, output
+  EXPECT_EQ(d.nodes[0].input_index, 0);
+  EXPECT_EQ(d.nodes[1].name, "y");
+  EXPECT_EQ(d.nodes[1].input_index, 2);  // position among all placeholders
+}
+
+}  // namespace
+}  // namespace mk
