@@ -1,0 +1,156 @@
+#include "itypes/gemm.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace mk {
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+// Indices address panels as origin + extents on the backing's last two dims (see elementwise.cpp).
+void require_tile_view(const NodeInfo& n, const char* what, const Operand& op) {
+  const Coord4 v = op.padded();
+  for (int k = 2; k < 4; ++k)
+    if (v[k] > 1 && op.range.view_dim[k] != k)
+      fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(),
+           " must keep its last two dims on the backing tensor's last two dims, got view dim ", k,
+           " on backing dim ", int(op.range.view_dim[k]));
+}
+
+// TMA needs every row of the backing tensor to start 16-byte aligned.
+void require_tma_rows(const NodeInfo& n, const char* what, const char* dim, int64_t row_elems) {
+  if (row_elems * 2 % 16 != 0)
+    fail("node '", n.name, "' (", n.target, "): row stride of ", what,
+         " must be a multiple of 16 bytes for TMA, got ", dim, "=", row_elems, " elements");
+}
+
+// One instruction's place in the node: batch (b, d), cluster-tile row mt, column tile nt, rank.
+struct GemmTile {
+  int64_t b, d, mt, nt, rank;
+};
+
+GemmTile gemm_tile(const Coord4& ds, int64_t MT, int64_t NT, int64_t G, int64_t i) {
+  constexpr int64_t kSuper = 8;  // column tiles per supergroup (L2 reuse of the B panels)
+  GemmTile t;
+  t.rank = i % G;
+  int64_t c = i / G;
+  const int64_t batch = c / (MT * NT);
+  c %= MT * NT;
+  t.b = batch / ds[1];
+  t.d = batch % ds[1];
+  const int64_t sg = c / (MT * kSuper);  // every supergroup but the last is kSuper wide
+  const int64_t w = std::min(kSuper, NT - sg * kSuper);
+  c -= sg * MT * kSuper;
+  t.mt = c / w;
+  const int64_t k = c % w;
+  t.nt = sg * kSuper + (t.mt % 2 == 0 ? k : w - 1 - k);  // serpentine
+  return t;
+}
+
+Box rows_box(int64_t b, int64_t d, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  return {{b, d, r0, c0}, {b + 1, d + 1, r1, c1}};
+}
+
+void push_origin(std::vector<int32_t>& idx, const Coord4& c) {
+  for (auto v : c) idx.push_back(static_cast<int32_t>(v));
+}
+
+}  // namespace
+
+void Gemm::validate(const NodeInfo& n) const {
+  require_inputs(n, 2);
+  if (n.outputs.size() != 1)
+    fail("node '", n.name, "' (", n.target, "): expects 1 output, got ", n.outputs.size());
+  const Operand &a = n.inputs[0], &b = n.inputs[1];
+  const auto& out = n.outputs[0];
+  require_dtype(n, "input A", a.dtype(), DType::bf16);
+  require_dtype(n, "input B", b.dtype(), DType::bf16);
+  require_dtype(n, "output D", out.dtype, DType::bf16);
+  require_rank(n, "input A", a.shape(), 2, 4);
+  require_rank(n, "input B", b.shape(), 2, 4);
+  require_rank(n, "output D", out.shape, 2, 4);
+  const auto &as = a.shape(), &bs = b.shape();
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  if (bs[bs.size() - 2] != K)
+    fail("node '", n.name, "' (", n.target, "): K of A (", K, ") must equal K of B (", bs[bs.size() - 2],
+         "), shapes ", shape_str(as), " @ ", shape_str(bs));
+  const std::vector<int64_t> lead_a(as.begin(), as.end() - 2), lead_b(bs.begin(), bs.end() - 2);
+  if (lead_a != lead_b)
+    fail("node '", n.name, "' (", n.target, "): leading dims of A ", shape_str(lead_a), " and B ",
+         shape_str(lead_b), " must be equal (broadcasting is not supported yet)");
+  std::vector<int64_t> want = lead_a;
+  want.push_back(M);
+  want.push_back(N);
+  if (out.shape != want)
+    fail("node '", n.name, "' (", n.target, "): output shape must be ", shape_str(want), ", got ",
+         shape_str(out.shape));
+  require_tile_view(n, "input A", a);
+  require_tile_view(n, "input B", b);
+  require_tma_rows(n, "A", "K", a.backing.shape.back());
+  require_tma_rows(n, "B", "N", b.backing.shape.back());
+  require_tma_rows(n, "D", "N", out.shape.back());
+}
+
+namespace {
+struct GemmDims {
+  Coord4 ds;  // padded output (B, D, M, N)
+  int64_t K, G, cm, tn, MT, NT;
+};
+GemmDims gemm_dims(const NodeInfo& n) {
+  GemmDims g;
+  g.ds = n.outputs[0].padded();
+  g.K = n.inputs[0].padded()[3];
+  g.G = std::max(1, n.cluster_size);
+  g.cm = n.profile.gemm_cta_m;
+  g.tn = n.profile.gemm_n;
+  g.MT = ceil_div(g.ds[2], g.G * g.cm);
+  g.NT = ceil_div(g.ds[3], g.tn);
+  return g;
+}
+}  // namespace
+
+int64_t Gemm::num_instructions(const NodeInfo& n) const {
+  const GemmDims g = gemm_dims(n);
+  return g.ds[0] * g.ds[1] * g.MT * g.NT * g.G;
+}
+
+InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
+  const GemmDims g = gemm_dims(n);
+  const int64_t M = g.ds[2], N = g.ds[3];
+  const GemmTile t = gemm_tile(g.ds, g.MT, g.NT, g.G, i);
+  const int64_t m0 = t.mt * g.G * g.cm, n0 = t.nt * g.tn;
+  const int64_t m = m0 + t.rank * g.cm;  // this rank's first row
+  const int64_t m_rows = std::clamp<int64_t>(M - m, 0, g.cm), n_cols = std::min(g.tn, N - n0);
+
+  InstrDesc d;
+  push_origin(d.indices, n.inputs[0].origin({t.b, t.d, m, 0}));
+  push_origin(d.indices, n.inputs[1].origin({t.b, t.d, 0, n0}));
+  push_origin(d.indices, {t.b, t.d, m, n0});
+  d.indices.push_back(static_cast<int32_t>(m_rows));
+  d.indices.push_back(static_cast<int32_t>(n_cols));
+  d.indices.push_back(static_cast<int32_t>(g.K));
+
+  // Pair tiles: every rank claims the whole cluster tile, so consumers wait for all G copies.
+  const bool pair = n.profile.gemm_pair_tiles;
+  const int64_t r0 = pair ? m0 : m, r1 = pair ? std::min(M, m0 + g.G * g.cm) : m + m_rows;
+  d.reads.resize(2);
+  d.writes.resize(1);
+  if (r1 > r0) {
+    d.reads[0].push_back(rows_box(t.b, t.d, r0, r1, 0, g.K));
+    d.writes[0].push_back(rows_box(t.b, t.d, r0, r1, n0, n0 + n_cols));
+  }
+  if (g.K > 0) d.reads[1].push_back(rows_box(t.b, t.d, 0, g.K, n0, n0 + n_cols));
+  return d;
+}
+
+}  // namespace mk

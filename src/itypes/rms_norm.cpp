@@ -1,0 +1,112 @@
+#include "itypes/rms_norm.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace mk {
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+// Indices address rows as origin + (rows, C) on the backing's last two dims (see elementwise.cpp).
+void require_tile_view(const NodeInfo& n, const char* what, const Operand& op) {
+  const Coord4 v = op.padded();
+  for (int k = 2; k < 4; ++k)
+    if (v[k] > 1 && op.range.view_dim[k] != k)
+      fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(),
+           " must keep its last two dims on the backing tensor's last two dims, got view dim ", k,
+           " on backing dim ", int(op.range.view_dim[k]));
+}
+
+struct RowTile {
+  Coord4 origin;  // view point (b, d, r0, 0)
+  int64_t rows;
+};
+
+RowTile row_tile(const Coord4& s, int64_t n, int64_t i) {
+  const int64_t nr = ceil_div(s[2], n);
+  const int64_t rt = i % nr, d = (i / nr) % s[1], b = i / (nr * s[1]);
+  return {{b, d, rt * n, 0}, std::min(n, s[2] - rt * n)};
+}
+
+void push_origin(std::vector<int32_t>& idx, const Coord4& c) {
+  for (auto v : c) idx.push_back(static_cast<int32_t>(v));
+}
+
+}  // namespace
+
+RMSNorm::RMSNorm(double eps, bool has_weight) : eps_(eps), has_weight_(has_weight) {}
+
+std::string RMSNorm::params() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", eps_);
+  return std::string("eps=") + buf + (has_weight_ ? "" : ",no_weight");
+}
+
+int64_t RMSNorm::rows_per_instruction(int64_t cols, const Profile& p) {
+  const int64_t row_bytes = ceil_div(2 * cols, 128) * 128;  // rows padded to 128 bytes in the page
+  return std::max<int64_t>(1, p.page_bytes / std::max<int64_t>(row_bytes, 128));
+}
+
+void RMSNorm::validate(const NodeInfo& n) const {
+  require_inputs(n, has_weight_ ? 2 : 1);
+  if (n.outputs.size() != 1)
+    fail("node '", n.name, "' (", n.target, "): expects 1 output, got ", n.outputs.size());
+  const Operand& x = n.inputs[0];
+  const auto& y = n.outputs[0];
+  require_dtype(n, "input x", x.dtype(), DType::bf16);
+  require_dtype(n, "output", y.dtype, DType::bf16);
+  require_rank(n, "input x", x.shape(), 1, 4);
+  if (x.shape() != y.shape)
+    fail("node '", n.name, "' (", n.target, "): input x shape ", shape_str(x.shape()),
+         " must equal the output shape ", shape_str(y.shape));
+  require_tile_view(n, "input x", x);
+  const int64_t C = x.shape().back();
+  if (2 * C > n.profile.page_bytes)
+    fail("node '", n.name, "' (", n.target, "): a row must fit in one page (2*C <= ", n.profile.page_bytes,
+         " bytes), got C=", C);
+  if (has_weight_) {
+    const Operand& w = n.inputs[1];
+    require_dtype(n, "weight", w.dtype(), DType::bf16);
+    if (w.shape() != std::vector<int64_t>{C})
+      fail("node '", n.name, "' (", n.target, "): weight shape must be [", C, "] (C of x), got ",
+           shape_str(w.shape()));
+    require_tile_view(n, "weight", w);
+  }
+}
+
+int64_t RMSNorm::num_instructions(const NodeInfo& n) const {
+  const Coord4 s = n.outputs[0].padded();
+  return s[0] * s[1] * ceil_div(s[2], rows_per_instruction(s[3], n.profile));
+}
+
+InstrDesc RMSNorm::instruction(const NodeInfo& n, int64_t i) const {
+  const Coord4 s = n.outputs[0].padded();
+  const int64_t C = s[3];
+  const RowTile t = row_tile(s, rows_per_instruction(C, n.profile), i);
+  Box box;
+  box.lo = t.origin;
+  box.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, C};
+  InstrDesc d;
+  push_origin(d.indices, n.inputs[0].origin(t.origin));
+  push_origin(d.indices, t.origin);
+  push_origin(d.indices, has_weight_ ? n.inputs[1].origin({0, 0, 0, 0}) : Coord4{0, 0, 0, 0});
+  d.indices.push_back(static_cast<int32_t>(t.rows));
+  d.indices.push_back(static_cast<int32_t>(C));
+  d.reads = {{box}};
+  if (has_weight_) d.reads.push_back({Box::of_shape(n.inputs[1].padded())});
+  d.writes = {{box}};
+  return d;
+}
+
+}  // namespace mk

@@ -1,0 +1,46 @@
+// CPU reference semantics of Attention (docs/itypes.md): plain fp32 softmax with max subtraction.
+#include "itypes/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "reference/exec.h"
+#include "schedule/instruction.h"
+
+namespace mk {
+
+void Attention::execute(const Instruction& in, ExecContext& ctx) const {
+  const int64_t b = in.indices[0], h = in.indices[1], hk = in.indices[2], s0 = in.indices[3];
+  const int64_t q_rows = in.indices[4], kv_end = in.indices[5];
+  if (q_rows <= 0) return;  // a rank past Sq: nothing of its own to compute
+  const int64_t D = ctx.meta(in.src_tensors[0]).padded()[3];
+  const Box qb{{b, h, s0, 0}, {b + 1, h + 1, s0 + q_rows, D}};
+  const Box kvb{{b, hk, 0, 0}, {b + 1, hk + 1, kv_end, D}};
+  const std::vector<float> q = ctx.load(in.src_tensors[0], qb);
+  const std::vector<float> k = kv_end > 0 ? ctx.load(in.src_tensors[1], kvb) : std::vector<float>{};
+  const std::vector<float> v = kv_end > 0 ? ctx.load(in.src_tensors[2], kvb) : std::vector<float>{};
+  const float scale = static_cast<float>(scale_);
+  std::vector<float> o(q_rows * D, 0.f), p(kv_end);
+  for (int64_t r = 0; r < q_rows; ++r) {
+    const int64_t i = s0 + r;
+    // Top-left aligned causal mask: query i sees keys 0..i.
+    const int64_t n = causal_ ? std::min(kv_end, i + 1) : kv_end;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) {
+      float s = 0.f;
+      for (int64_t c = 0; c < D; ++c) s += q[r * D + c] * k[j * D + c];
+      p[j] = s * scale;
+      mx = std::max(mx, p[j]);
+    }
+    float sum = 0.f;
+    for (int64_t j = 0; j < n; ++j) sum += p[j] = std::exp(p[j] - mx);
+    for (int64_t j = 0; j < n; ++j) {
+      const float w = p[j] / sum;
+      for (int64_t c = 0; c < D; ++c) o[r * D + c] += w * v[j * D + c];
+    }
+  }
+  ctx.store(in.dst_tensors[0], qb, o);
+}
+
+}  // namespace mk

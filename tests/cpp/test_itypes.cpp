@@ -1,0 +1,680 @@
+// ITypes: tiling, access regions, indices, validation and CPU reference semantics.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+#include "ir/error.h"
+#include "itypes/attention.h"
+#include "itypes/elementwise.h"
+#include "itypes/gemm.h"
+#include "itypes/rms_norm.h"
+#include "reference/exec.h"
+#include "schedule/instruction.h"
+
+namespace mk {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+float round_bf16(float x) {
+  if (std::isnan(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+TensorMeta bf16(Shape s) { return {DType::bf16, std::move(s), "cpu"}; }
+Operand whole(Shape s) { return {bf16(s), TensorRange::full(s)}; }
+
+NodeInfo node(std::vector<Operand> in, std::vector<TensorMeta> out, Profile p, int cluster = 1) {
+  NodeInfo n;
+  n.name = "n0";
+  n.target = "megakittens.test.default";
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.profile = std::move(p);
+  n.cluster_size = cluster;
+  return n;
+}
+
+// Every element of the output written exactly once; pair-tile ranks of one cluster tile write the same
+// boxes, so each cluster's boxes are deduplicated first.
+void expect_exact_cover(const IType& t, const NodeInfo& n, int group = 1) {
+  const Coord4 s = n.outputs[0].padded();
+  std::vector<int> hits(s[0] * s[1] * s[2] * s[3], 0);
+  const int64_t count = t.num_instructions(n);
+  ASSERT_EQ(count % group, 0);
+  for (int64_t g = 0; g < count; g += group) {
+    std::set<Box> boxes;
+    for (int64_t i = g; i < g + group; ++i) {
+      const InstrDesc d = t.instruction(n, i);
+      ASSERT_EQ(d.writes.size(), 1u);
+      for (const Box& b : d.writes[0]) {
+        EXPECT_FALSE(b.empty()) << "instruction " << i;
+        boxes.insert(b);
+      }
+    }
+    for (const Box& b : boxes) {
+      ASSERT_TRUE(Box::of_shape(s).contains(b)) << b.str();
+      for (int64_t i0 = b.lo[0]; i0 < b.hi[0]; ++i0)
+        for (int64_t i1 = b.lo[1]; i1 < b.hi[1]; ++i1)
+          for (int64_t i2 = b.lo[2]; i2 < b.hi[2]; ++i2)
+            for (int64_t i3 = b.lo[3]; i3 < b.hi[3]; ++i3) ++hits[((i0 * s[1] + i1) * s[2] + i2) * s[3] + i3];
+    }
+  }
+  EXPECT_TRUE(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }))
+      << "write boxes must cover the output exactly once";
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "<no CompileError>";
+}
+
+// ---- A tiny ExecContext over fp32 buffers holding bf16 values; checks accesses against the boxes ----
+
+struct Slot {
+  TensorMeta meta;
+  std::vector<float> data;
+};
+
+class TestCtx : public ExecContext {
+ public:
+  std::vector<Slot> slots;
+  std::map<int, std::vector<Box>> may_read, may_write;  // backing boxes of the current instruction
+
+  std::vector<float> load(int slot, const Box& box) override {
+    check(slot, box, may_read, "read");
+    std::vector<float> out;
+    walk(slot, box, [&](int64_t k) { out.push_back(slots[slot].data[k]); });
+    return out;
+  }
+  void store(int slot, const Box& box, const std::vector<float>& data) override {
+    check(slot, box, may_write, "write");
+    EXPECT_EQ(static_cast<int64_t>(data.size()), box.volume());
+    size_t j = 0;
+    walk(slot, box, [&](int64_t k) { slots[slot].data[k] = round_bf16(data[j++]); });
+  }
+  const TensorMeta& meta(int slot) const override { return slots[slot].meta; }
+
+ private:
+  void check(int slot, const Box& box, std::map<int, std::vector<Box>>& allowed, const char* what) {
+    EXPECT_TRUE(Box::of_shape(slots[slot].meta.padded()).contains(box)) << what << " " << box.str();
+    const auto& boxes = allowed[slot];
+    EXPECT_TRUE(std::any_of(boxes.begin(), boxes.end(), [&](const Box& b) { return b.contains(box); }))
+        << "instruction " << instruction_index << ": " << what << " of slot " << slot << " box " << box.str()
+        << " is outside its access regions";
+  }
+  template <class F>
+  void walk(int slot, const Box& b, F f) {
+    const Coord4 s = slots[slot].meta.padded();
+    for (int64_t i0 = b.lo[0]; i0 < b.hi[0]; ++i0)
+      for (int64_t i1 = b.lo[1]; i1 < b.hi[1]; ++i1)
+        for (int64_t i2 = b.lo[2]; i2 < b.hi[2]; ++i2)
+          for (int64_t i3 = b.lo[3]; i3 < b.hi[3]; ++i3) f(((i0 * s[1] + i1) * s[2] + i2) * s[3] + i3);
+  }
+};
+
+// Runs every instruction of the node; input k lives in slot src[k], output 0 in slot dst.
+void run_node(const IType& t, const NodeInfo& n, TestCtx& ctx, const std::vector<int>& src, int dst) {
+  t.validate(n);
+  for (int64_t i = 0; i < t.num_instructions(n); ++i) {
+    const InstrDesc d = t.instruction(n, i);
+    ASSERT_LE(d.indices.size(), size_t(kMaxIndices));
+    ASSERT_EQ(d.reads.size(), n.inputs.size());
+    Instruction in;
+    for (size_t k = 0; k < src.size(); ++k) in.src_tensors[k] = static_cast<uint8_t>(src[k]);
+    in.dst_tensors[0] = static_cast<uint8_t>(dst);
+    std::copy(d.indices.begin(), d.indices.end(), in.indices);
+    ctx.may_read.clear();
+    ctx.may_write.clear();
+    for (size_t k = 0; k < src.size(); ++k)
+      for (const Box& b : d.reads[k]) ctx.may_read[src[k]].push_back(n.inputs[k].range.to_backing(b));
+    for (const Box& b : d.writes[0])  // in place, output coords are input 0's view coords
+      ctx.may_write[dst].push_back(t.inplace_input(0) ? n.inputs[0].range.to_backing(b) : b);
+    ctx.instruction_index = i;
+    ctx.cluster_rank = static_cast<int>(i % n.cluster_size);
+    t.execute(in, ctx);
+  }
+}
+
+std::mt19937 rng(1234);
+
+// Random non-zero bf16 values in +-[lo, hi].
+std::vector<float> random_values(int64_t n, float lo = 0.25f, float hi = 2.f) {
+  std::uniform_real_distribution<float> mag(lo, hi);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<float> v(n);
+  for (auto& x : v) x = round_bf16(neg(rng) ? -mag(rng) : mag(rng));
+  return v;
+}
+
+int add_slot(TestCtx& ctx, Shape s, bool random = true) {
+  TensorMeta m = bf16(std::move(s));
+  const int64_t n = m.numel();
+  ctx.slots.push_back({m, random ? random_values(n) : std::vector<float>(n, std::numeric_limits<float>::quiet_NaN())});
+  return static_cast<int>(ctx.slots.size() - 1);
+}
+
+// The values of a view, row-major over its padded shape.
+std::vector<double> view_values(const TestCtx& ctx, int slot, const TensorRange& r) {
+  const Coord4 v = r.view_padded(), s = ctx.slots[slot].meta.padded();
+  std::vector<double> out;
+  for (int64_t i0 = 0; i0 < v[0]; ++i0)
+    for (int64_t i1 = 0; i1 < v[1]; ++i1)
+      for (int64_t i2 = 0; i2 < v[2]; ++i2)
+        for (int64_t i3 = 0; i3 < v[3]; ++i3) {
+          const Coord4 p = r.to_backing(Coord4{i0, i1, i2, i3});
+          out.push_back(ctx.slots[slot].data[((p[0] * s[1] + p[1]) * s[2] + p[2]) * s[3] + p[3]]);
+        }
+  return out;
+}
+
+// Relative error <= tol per element (against the larger of |want| and 1% of the largest |want|); NaN fails.
+testing::AssertionResult close(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-2) {
+  if (got.size() != want.size()) return testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+  double big = 0;
+  for (double w : want) big = std::max(big, std::fabs(w));
+  for (size_t k = 0; k < got.size(); ++k) {
+    const double err = std::fabs(got[k] - want[k]);
+    if (!(err <= tol * std::max(std::fabs(want[k]), 1e-2 * big)))  // NaN compares false
+      return testing::AssertionFailure() << "element " << k << ": got " << got[k] << ", want " << want[k];
+  }
+  return testing::AssertionSuccess();
+}
+
+// ---- names and parameters ----
+
+TEST(ITypeNames, OpNames) {
+  EXPECT_EQ(ElementwiseUnary({"relu"}).op_name(), "elementwise_unary");
+  EXPECT_EQ(ElementwiseBinary("add").op_name(), "elementwise_binary");
+  EXPECT_EQ(RMSNorm(1e-5).op_name(), "rms_norm");
+  EXPECT_EQ(Gemm().op_name(), "gemm");
+  EXPECT_EQ(Attention(false, 0.125).op_name(), "attention");
+}
+
+TEST(ITypeNames, Params) {
+  EXPECT_EQ(ElementwiseUnary({"relu", "abs"}).params(), "ops=relu,abs");
+  EXPECT_EQ(ElementwiseUnary({"relu", "abs"}).str(), "ElementwiseUnary(ops=relu,abs)");
+  EXPECT_EQ(ElementwiseBinary("add").params(), "op=add,alpha=1");
+  EXPECT_EQ(ElementwiseBinary("sub", 0.5, true).params(), "op=sub,alpha=0.5,inplace");
+  EXPECT_EQ(RMSNorm(1e-5).params(), "eps=1e-05");
+  EXPECT_EQ(RMSNorm(1e-6, false).params(), "eps=1e-06,no_weight");
+  EXPECT_EQ(Attention(true, 1 / std::sqrt(128.0)).params(), "causal=1,scale=0.0883883476");
+  EXPECT_EQ(Gemm().params(), "");
+  EXPECT_TRUE(ElementwiseBinary("add").same_as(ElementwiseBinary("add", 1.0)));
+  EXPECT_FALSE(ElementwiseBinary("add").same_as(ElementwiseBinary("add", 2.0)));
+}
+
+TEST(ITypeNames, UnknownOpsListSupported) {
+  const std::string u = error_of([] { ElementwiseUnary({"relu", "tanh"}); });
+  EXPECT_NE(u.find("'tanh'"), std::string::npos) << u;
+  EXPECT_NE(u.find("supported ops: identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt"), std::string::npos) << u;
+  const std::string b = error_of([] { ElementwiseBinary("pow"); });
+  EXPECT_NE(b.find("'pow'"), std::string::npos) << b;
+  EXPECT_NE(b.find("maximum"), std::string::npos) << b;
+  EXPECT_THROW(Attention(true, 0.0), CompileError);
+}
+
+TEST(ITypeNames, InplaceInput) {
+  EXPECT_EQ(ElementwiseBinary("add", 1, true).inplace_input(0), 0);
+  EXPECT_FALSE(ElementwiseBinary("add").inplace_input(0).has_value());
+  EXPECT_FALSE(Gemm().inplace_input(0).has_value());
+}
+
+// ---- elementwise ----
+
+TEST(ElementwiseIType, TilingCounts) {
+  for (const Profile& p : {Profile::b200(), Profile::h200()}) {
+    const ElementwiseUnary relu({"relu"});
+    const NodeInfo n = node({whole({1024, 1024})}, {bf16({1024, 1024})}, p);
+    relu.validate(n);
+    EXPECT_EQ(relu.num_instructions(n), 32);
+    EXPECT_EQ(ew_num_tiles(Coord4{1, 1, 1024, 1024}, p), 32);
+    expect_exact_cover(relu, n);
+  }
+  // Ragged: (3, 2, 200, 300) -> 3*2 * 2 row tiles * 2 col tiles.
+  const Profile p = Profile::h200();
+  const NodeInfo n = node({whole({3, 2, 200, 300})}, {bf16({3, 2, 200, 300})}, p);
+  const ElementwiseUnary u({"abs"});
+  EXPECT_EQ(u.num_instructions(n), 24);
+  expect_exact_cover(u, n);
+  const EwTile last = ew_tile(Coord4{3, 2, 200, 300}, p, 23);
+  EXPECT_EQ(last.origin, (Coord4{2, 1, 128, 256}));
+  EXPECT_EQ(last.rows, 72);
+  EXPECT_EQ(last.cols, 44);
+  const EwTile t1 = ew_tile(Coord4{3, 2, 200, 300}, p, 1);  // column tile fastest
+  EXPECT_EQ(t1.origin, (Coord4{0, 0, 0, 256}));
+  // 1-D tensors are one row.
+  const NodeInfo v = node({whole({1000})}, {bf16({1000})}, p);
+  EXPECT_EQ(u.num_instructions(v), 4);
+  expect_exact_cover(u, v);
+}
+
+TEST(ElementwiseIType, IndicesCarryBackingOrigins) {
+  // a = W[1] of W (3, 256, 512), b whole: indices address W at d = 1.
+  const Operand w1{bf16({3, 256, 512}), TensorRange::full({3, 256, 512}).select(0, 1)};
+  const NodeInfo n = node({w1, whole({256, 512})}, {bf16({256, 512})}, Profile::h200());
+  const ElementwiseBinary add("add");
+  add.validate(n);
+  ASSERT_EQ(add.num_instructions(n), 4);
+  const InstrDesc d = add.instruction(n, 3);
+  EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 1, 128, 256, 0, 0, 128, 256, 0, 0, 128, 256, 128, 256}));
+  const Box box{{0, 0, 128, 256}, {1, 1, 256, 512}};
+  ASSERT_EQ(d.reads.size(), 2u);
+  EXPECT_EQ(d.reads[0], std::vector<Box>{box});  // view coords
+  EXPECT_EQ(d.reads[1], std::vector<Box>{box});
+  EXPECT_EQ(d.writes, std::vector<std::vector<Box>>{{box}});
+  const InstrDesc u = ElementwiseUnary({"neg"}).instruction(node({w1}, {bf16({256, 512})}, Profile::h200()), 0);
+  EXPECT_EQ(u.indices, (std::vector<int32_t>{0, 1, 0, 0, 0, 0, 0, 0, 128, 256}));
+}
+
+TEST(ElementwiseIType, ValidateNamesNodeAndValue) {
+  const Profile p = Profile::h200();
+  const std::string shape = error_of([&] {
+    ElementwiseBinary("add").validate(node({whole({4, 8}), whole({1, 8})}, {bf16({4, 8})}, p));
+  });
+  EXPECT_NE(shape.find("'n0'"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("[1, 8]"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("broadcasting is not supported yet"), std::string::npos) << shape;
+  Operand f32 = whole({4, 8});
+  f32.backing.dtype = DType::f32;
+  const std::string dt = error_of([&] { ElementwiseUnary({"relu"}).validate(node({f32}, {bf16({4, 8})}, p)); });
+  EXPECT_NE(dt.find("float32"), std::string::npos) << dt;
+  EXPECT_NE(dt.find("megakittens.test.default"), std::string::npos) << dt;
+  const std::string rk = error_of(
+      [&] { ElementwiseUnary({"relu"}).validate(node({whole({2, 2, 2, 2, 2})}, {bf16({2, 2, 2, 2, 2})}, p)); });
+  EXPECT_NE(rk.find("rank 5"), std::string::npos) << rk;
+  // A column of a matrix runs along the backing's row dim: the tile indices cannot address it.
+  const Operand col{bf16({64, 32}), TensorRange::full({64, 32}).select(1, 3)};
+  EXPECT_THROW(ElementwiseUnary({"relu"}).validate(node({col}, {bf16({64})}, p)), CompileError);
+  // A row of a matrix is fine.
+  const Operand row{bf16({64, 32}), TensorRange::full({64, 32}).select(0, 3)};
+  EXPECT_NO_THROW(ElementwiseUnary({"relu"}).validate(node({row}, {bf16({32})}, p)));
+}
+
+TEST(ElementwiseIType, ExecuteUnaryMatchesNaive) {
+  const std::vector<std::pair<std::vector<std::string>, double (*)(double)>> cases = {
+      {{"identity"}, [](double x) { return x; }},
+      {{"relu"}, [](double x) { return std::max(x, 0.0); }},
+      {{"neg", "relu"}, [](double x) { return std::max(-x, 0.0); }},
+      {{"abs", "log"}, [](double x) { return std::log(std::fabs(x)); }},
+      {{"abs", "log2"}, [](double x) { return std::log2(std::fabs(x)); }},
+      {{"exp"}, [](double x) { return std::exp(x); }},
+      {{"exp2", "neg"}, [](double x) { return -std::exp2(x); }},
+      {{"abs", "sqrt"}, [](double x) { return std::sqrt(std::fabs(x)); }},
+      {{"abs", "rsqrt"}, [](double x) { return 1 / std::sqrt(std::fabs(x)); }},
+  };
+  for (const auto& [ops, f] : cases) {
+    TestCtx ctx;
+    const Shape s{2, 130, 300};
+    const int x = add_slot(ctx, s), y = add_slot(ctx, s, false);
+    const ElementwiseUnary t(ops);
+    run_node(t, node({whole(s)}, {bf16(s)}, Profile::h200()), ctx, {x}, y);
+    std::vector<double> want;
+    for (float v : ctx.slots[x].data) want.push_back(f(v));
+    EXPECT_TRUE(close(ctx.slots[y].data, want)) << t.str();
+  }
+}
+
+TEST(ElementwiseIType, ExecuteBinaryMatchesNaive) {
+  const std::vector<std::pair<ElementwiseBinary, double (*)(double, double)>> cases = {
+      {ElementwiseBinary("add"), [](double a, double b) { return a + b; }},
+      {ElementwiseBinary("add", 0.5), [](double a, double b) { return a + 0.5 * b; }},
+      {ElementwiseBinary("sub", 2), [](double a, double b) { return a - 2 * b; }},
+      {ElementwiseBinary("mul"), [](double a, double b) { return a * b; }},
+      {ElementwiseBinary("div"), [](double a, double b) { return a / b; }},
+      {ElementwiseBinary("maximum"), [](double a, double b) { return std::max(a, b); }},
+      {ElementwiseBinary("minimum"), [](double a, double b) { return std::min(a, b); }},
+  };
+  for (const auto& [t, f] : cases) {
+    // a is W[1] of W (3, 140, 260), sliced to columns [4, 260).
+    TestCtx ctx;
+    const Shape s{140, 256};
+    const int w = add_slot(ctx, {3, 140, 260}), b = add_slot(ctx, s), y = add_slot(ctx, s, false);
+    const Operand a{bf16({3, 140, 260}), TensorRange::full({3, 140, 260}).select(0, 1).slice(1, 4, 260)};
+    run_node(t, node({a, whole(s)}, {bf16(s)}, Profile::b200()), ctx, {w, b}, y);
+    const auto av = view_values(ctx, w, a.range);
+    std::vector<double> want;
+    for (size_t k = 0; k < av.size(); ++k) want.push_back(f(av[k], ctx.slots[b].data[k]));
+    EXPECT_TRUE(close(ctx.slots[y].data, want)) << t.str();
+  }
+}
+
+TEST(ElementwiseIType, ExecuteInplaceWritesTheView) {
+  TestCtx ctx;
+  const Shape s{100, 300};
+  const int w = add_slot(ctx, {2, 100, 300}), b = add_slot(ctx, s);
+  const Operand a{bf16({2, 100, 300}), TensorRange::full({2, 100, 300}).select(0, 1)};
+  const std::vector<float> before = ctx.slots[w].data;
+  const ElementwiseBinary t("mul", 1, true);
+  const NodeInfo n = node({a, whole(s)}, {bf16(s)}, Profile::h200());
+  EXPECT_EQ(t.instruction(n, 0).indices[9], 1);  // y addresses a's storage at d = 1
+  run_node(t, n, ctx, {w, b}, w);
+  const int64_t half = 100 * 300;
+  EXPECT_TRUE(std::equal(before.begin(), before.begin() + half, ctx.slots[w].data.begin()));  // W[0] untouched
+  std::vector<double> want;
+  for (int64_t k = 0; k < half; ++k) want.push_back(double(before[half + k]) * ctx.slots[b].data[k]);
+  EXPECT_TRUE(close(std::vector<float>(ctx.slots[w].data.begin() + half, ctx.slots[w].data.end()), want));
+}
+
+// ---- RMSNorm ----
+
+TEST(RMSNormIType, Tiling) {
+  const Profile p = Profile::b200();
+  EXPECT_EQ(RMSNorm::rows_per_instruction(2048, p), 8);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(4096, p), 4);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(16384, p), 1);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(100, p), 128);  // 200 bytes pad to 256
+  const RMSNorm t(1e-5);
+  const NodeInfo n = node({whole({4, 100, 2048}), whole({2048})}, {bf16({4, 100, 2048})}, p);
+  t.validate(n);
+  EXPECT_EQ(t.num_instructions(n), 4 * 13);
+  expect_exact_cover(t, n);
+  const InstrDesc d = t.instruction(n, 12);  // last row block of batch 0: rows 96..99
+  EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 0, 96, 0, 0, 0, 96, 0, 0, 0, 0, 0, 4, 2048}));
+  ASSERT_EQ(d.reads.size(), 2u);
+  EXPECT_EQ(d.reads[1], std::vector<Box>{Box::of_shape({1, 1, 1, 2048})});
+}
+
+TEST(RMSNormIType, Validate) {
+  const Profile p = Profile::h200();
+  const std::string w = error_of(
+      [&] { RMSNorm(1e-5).validate(node({whole({8, 256}), whole({128})}, {bf16({8, 256})}, p)); });
+  EXPECT_NE(w.find("'n0'"), std::string::npos) << w;
+  EXPECT_NE(w.find("[128]"), std::string::npos) << w;
+  const std::string c = error_of(
+      [&] { RMSNorm(1e-5).validate(node({whole({8, 32768}), whole({32768})}, {bf16({8, 32768})}, p)); });
+  EXPECT_NE(c.find("C=32768"), std::string::npos) << c;
+  EXPECT_THROW(RMSNorm(1e-5).validate(node({whole({8, 256})}, {bf16({8, 256})}, p)), CompileError);
+  EXPECT_NO_THROW(RMSNorm(1e-5, false).validate(node({whole({8, 256})}, {bf16({8, 256})}, p)));
+}
+
+TEST(RMSNormIType, ExecuteMatchesNaive) {
+  for (bool has_weight : {true, false}) {
+    TestCtx ctx;
+    Profile p = Profile::h200();
+    p.page_bytes = 4096;  // 8 rows of C = 256 per instruction: several instructions, a ragged last one
+    const Shape s{3, 37, 256};
+    const int x = add_slot(ctx, s), y = add_slot(ctx, s, false);
+    const int wb = add_slot(ctx, {2, 256});
+    const Operand w{bf16({2, 256}), TensorRange::full({2, 256}).select(0, 1)};  // weight W[1]
+    const RMSNorm t(1e-5, has_weight);
+    std::vector<Operand> in{whole(s)};
+    std::vector<int> src{x};
+    if (has_weight) in.push_back(w), src.push_back(wb);
+    run_node(t, node(in, {bf16(s)}, p), ctx, src, y);
+    const auto& xv = ctx.slots[x].data;
+    std::vector<double> want;
+    for (int64_t r = 0; r < 3 * 37; ++r) {
+      double ss = 0;
+      for (int c = 0; c < 256; ++c) ss += double(xv[r * 256 + c]) * xv[r * 256 + c];
+      const double inv = 1 / std::sqrt(ss / 256 + 1e-5);
+      for (int c = 0; c < 256; ++c) want.push_back(xv[r * 256 + c] * inv * (has_weight ? ctx.slots[wb].data[256 + c] : 1.0));
+    }
+    EXPECT_TRUE(close(ctx.slots[y].data, want)) << t.str();
+  }
+}
+
+// ---- Gemm ----
+
+NodeInfo gemm_node(Shape a, Shape b, Profile p, int cluster) {
+  Shape d(a.begin(), a.end() - 1);
+  d.push_back(b.back());
+  return node({whole(a), whole(b)}, {bf16(d)}, std::move(p), cluster);
+}
+
+TEST(GemmIType, SeedMlpOnB200) {
+  const Gemm g;
+  const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::b200(), 2);
+  g.validate(n);
+  ASSERT_EQ(g.num_instructions(n), 16);
+  for (int i = 0; i < 16; ++i) {
+    const InstrDesc d = g.instruction(n, i);
+    ASSERT_EQ(d.indices.size(), 15u);
+    const int rank = i % 2, m0 = i < 8 ? 0 : 512;
+    EXPECT_EQ(d.indices[2], m0 + rank * 256) << i;  // A.r: the rank's own rows
+    EXPECT_EQ(d.indices[10], m0 + rank * 256) << i;  // D.r
+    EXPECT_EQ(d.indices[12], 256);
+    EXPECT_EQ(d.indices[13], 256);
+    EXPECT_EQ(d.indices[14], 1024);
+    // Pair tiles: both ranks claim the whole 512-row cluster tile.
+    const int nt = i < 8 ? (i / 2) : 3 - (i - 8) / 2;  // serpentine: row block 1 runs right to left
+    EXPECT_EQ(d.indices[7], nt * 256) << i;  // B.c
+    EXPECT_EQ(d.writes[0], (std::vector<Box>{Box{{0, 0, m0, nt * 256}, {1, 1, m0 + 512, nt * 256 + 256}}})) << i;
+    EXPECT_EQ(d.reads[0], (std::vector<Box>{Box{{0, 0, m0, 0}, {1, 1, m0 + 512, 1024}}})) << i;
+    EXPECT_EQ(d.reads[1], (std::vector<Box>{Box{{0, 0, 0, nt * 256}, {1, 1, 1024, nt * 256 + 256}}})) << i;
+  }
+  expect_exact_cover(g, n, 2);
+}
+
+TEST(GemmIType, H200OwnRows) {
+  const Gemm g;
+  const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::h200(), 2);
+  ASSERT_EQ(g.num_instructions(n), 32);
+  const InstrDesc d = g.instruction(n, 1);
+  EXPECT_EQ(d.writes[0], (std::vector<Box>{Box{{0, 0, 128, 0}, {1, 1, 256, 256}}}));
+  EXPECT_EQ(d.reads[0], (std::vector<Box>{Box{{0, 0, 128, 0}, {1, 1, 256, 1024}}}));
+  expect_exact_cover(g, n);
+}
+
+TEST(GemmIType, RaggedAndSupergroups) {
+  const Gemm g;
+  // 1000 x 3000, K = 512 on b200: 2 cluster-tile rows x 12 column tiles (supergroups of 8 and 4).
+  const NodeInfo n = gemm_node({1000, 512}, {512, 3000}, Profile::b200(), 2);
+  g.validate(n);
+  ASSERT_EQ(g.num_instructions(n), 48);
+  std::vector<int> cols;
+  for (int i = 0; i < 48; i += 2) cols.push_back(g.instruction(n, i).indices[11] / 256);
+  EXPECT_EQ(cols, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 7, 6, 5, 4, 3, 2, 1, 0, 8, 9, 10, 11, 11, 10, 9, 8}));
+  const InstrDesc edge = g.instruction(n, 41);  // row block 1, rank 1, column 11 (descending: 11 10 9 8)
+  EXPECT_EQ(edge.indices[10], 768);
+  EXPECT_EQ(edge.indices[12], 232);  // 1000 - 768
+  EXPECT_EQ(edge.indices[11], 2816);
+  EXPECT_EQ(edge.indices[13], 184);  // 3000 - 2816
+  EXPECT_EQ(edge.writes[0], (std::vector<Box>{Box{{0, 0, 512, 2816}, {1, 1, 1000, 3000}}}));
+  expect_exact_cover(g, n, 2);
+  expect_exact_cover(g, gemm_node({1000, 512}, {512, 3000}, Profile::h200(), 2));
+  expect_exact_cover(g, gemm_node({1000, 512}, {512, 3000}, Profile::h200(), 1));
+}
+
+TEST(GemmIType, EmptyRankReadsOnlyB) {
+  const Gemm g;
+  // M = 600 on h200, cluster 2: row block 2 is [512, 768); rank 1 starts at 640 >= M.
+  const NodeInfo n = gemm_node({600, 256}, {256, 256}, Profile::h200(), 2);
+  ASSERT_EQ(g.num_instructions(n), 6);
+  const InstrDesc r0 = g.instruction(n, 4), r1 = g.instruction(n, 5);
+  EXPECT_EQ(r0.indices[12], 88);
+  EXPECT_EQ(r1.indices[12], 0);
+  ASSERT_EQ(r1.reads.size(), 2u);
+  EXPECT_TRUE(r1.reads[0].empty());
+  EXPECT_EQ(r1.reads[1], (std::vector<Box>{Box{{0, 0, 0, 0}, {1, 1, 256, 256}}}));
+  ASSERT_EQ(r1.writes.size(), 1u);
+  EXPECT_TRUE(r1.writes[0].empty());
+  // b200 pair tiles: the empty rank still claims the (clipped) cluster tile like its partner.
+  const NodeInfo b = gemm_node({600, 256}, {256, 256}, Profile::b200(), 2);
+  ASSERT_EQ(g.num_instructions(b), 4);
+  EXPECT_EQ(g.instruction(b, 3).indices[12], 0);
+  EXPECT_EQ(g.instruction(b, 3).writes, g.instruction(b, 2).writes);
+  EXPECT_EQ(g.instruction(b, 3).writes[0], (std::vector<Box>{Box{{0, 0, 512, 0}, {1, 1, 600, 256}}}));
+}
+
+TEST(GemmIType, Validate) {
+  const Gemm g;
+  const Profile p = Profile::h200();
+  const std::string k = error_of([&] { g.validate(gemm_node({64, 128}, {64, 64}, p, 1)); });
+  EXPECT_NE(k.find("'n0'"), std::string::npos) << k;
+  EXPECT_NE(k.find("K of A (128)"), std::string::npos) << k;
+  const std::string tma = error_of([&] { g.validate(gemm_node({64, 100}, {100, 64}, p, 1)); });
+  EXPECT_NE(tma.find("row stride of A must be a multiple of 16 bytes for TMA, got K=100 elements"), std::string::npos)
+      << tma;
+  const std::string tmb = error_of([&] { g.validate(gemm_node({64, 64}, {64, 60}, p, 1)); });
+  EXPECT_NE(tmb.find("N=60"), std::string::npos) << tmb;
+  const std::string lead = error_of([&] { g.validate(gemm_node({2, 64, 64}, {3, 64, 64}, p, 1)); });
+  EXPECT_NE(lead.find("[2]"), std::string::npos) << lead;
+  const std::string out = error_of(
+      [&] { g.validate(node({whole({64, 64}), whole({64, 32})}, {bf16({64, 64})}, p)); });
+  EXPECT_NE(out.find("[64, 32]"), std::string::npos) << out;
+  EXPECT_THROW(g.validate(gemm_node({64}, {64, 64}, p, 1)), CompileError);
+}
+
+void check_gemm_execute(const Operand& a, int a_slot, const Shape& bshape, Profile p, int cluster, TestCtx& ctx) {
+  const Shape& as = a.shape();
+  Shape ds(as.begin(), as.end() - 1);
+  ds.push_back(bshape.back());
+  const int b = add_slot(ctx, bshape), d = add_slot(ctx, ds, false);
+  const Gemm g;
+  run_node(g, node({a, whole(bshape)}, {bf16(ds)}, p, cluster), ctx, {a_slot, b}, d);
+  const Coord4 A = a.padded(), B = TensorMeta{DType::bf16, bshape}.padded();
+  const auto av = view_values(ctx, a_slot, a.range);
+  const auto& bv = ctx.slots[b].data;
+  const int64_t M = A[2], K = A[3], N = B[3], batches = A[0] * A[1];
+  std::vector<double> want;
+  for (int64_t z = 0; z < batches; ++z)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += av[(z * M + m) * K + k] * bv[(z * K + k) * N + n];
+        want.push_back(acc);
+      }
+  EXPECT_TRUE(close(ctx.slots[d].data, want)) << p.name << " cluster " << cluster;
+}
+
+TEST(GemmIType, ExecuteMatchesNaive) {
+  for (bool pair : {false, true})
+    for (int cluster : {1, 2}) {
+      Profile p = pair ? Profile::b200() : Profile::h200();
+      p.gemm_cta_m = 16;
+      p.gemm_n = 32;
+      TestCtx ctx;
+      // A = X[1] of X (3, 2, 40, 24): batched (2, 40, 24) @ (2, 24, 72), ragged rows and columns.
+      const int x = add_slot(ctx, {3, 2, 40, 24});
+      const Operand a{bf16({3, 2, 40, 24}), TensorRange::full({3, 2, 40, 24}).select(0, 1)};
+      check_gemm_execute(a, x, {2, 24, 72}, p, cluster, ctx);
+    }
+  // The seed's shape scaled down on the real b200 tiles: the second rank of the only cluster tile is empty.
+  TestCtx ctx;
+  const int x = add_slot(ctx, {256, 64});
+  check_gemm_execute(whole({256, 64}), x, {64, 384}, Profile::b200(), 2, ctx);
+}
+
+// ---- Attention ----
+
+NodeInfo attn_node(int B, int H, int Hk, int Sq, int Sk, int D, Profile p, int cluster) {
+  return node({whole({B, H, Sq, D}), whole({B, Hk, Sk, D}), whole({B, Hk, Sk, D})}, {bf16({B, H, Sq, D})},
+              std::move(p), cluster);
+}
+
+TEST(AttentionIType, Tiling) {
+  const Attention full(false, 0.125), causal(true, 0.125);
+  const NodeInfo n = attn_node(1, 4, 2, 1024, 1024, 128, Profile::b200(), 2);
+  full.validate(n);
+  ASSERT_EQ(full.num_instructions(n), 16);
+  EXPECT_EQ(full.instruction(n, 0).indices, (std::vector<int32_t>{0, 0, 0, 0, 256, 1024}));
+  EXPECT_EQ(full.instruction(n, 3).indices, (std::vector<int32_t>{0, 0, 0, 768, 256, 1024}));
+  EXPECT_EQ(full.instruction(n, 4).indices, (std::vector<int32_t>{0, 1, 0, 0, 256, 1024}));
+  EXPECT_EQ(full.instruction(n, 10).indices, (std::vector<int32_t>{0, 2, 1, 512, 256, 1024}));
+  // Causal: longest query tiles first; kv_end stops after the rank's last row.
+  EXPECT_EQ(causal.instruction(n, 0).indices, (std::vector<int32_t>{0, 0, 0, 512, 256, 768}));
+  EXPECT_EQ(causal.instruction(n, 1).indices, (std::vector<int32_t>{0, 0, 0, 768, 256, 1024}));
+  EXPECT_EQ(causal.instruction(n, 2).indices, (std::vector<int32_t>{0, 0, 0, 0, 256, 256}));
+  const InstrDesc d = causal.instruction(n, 0);  // pair tiles: q and o cover the cluster tile
+  EXPECT_EQ(d.reads[0], (std::vector<Box>{Box{{0, 0, 512, 0}, {1, 1, 1024, 128}}}));
+  EXPECT_EQ(d.writes[0], d.reads[0]);
+  EXPECT_EQ(d.reads[1], (std::vector<Box>{Box{{0, 0, 0, 0}, {1, 1, 768, 128}}}));
+  EXPECT_EQ(d.reads[2], d.reads[1]);
+  expect_exact_cover(causal, n, 2);
+
+  // h200, Sq = 300, cluster 2: tiles [0, 256) and [256, 512); rank 1 of the second is empty.
+  const NodeInfo h = attn_node(2, 2, 1, 300, 200, 64, Profile::h200(), 2);
+  ASSERT_EQ(full.num_instructions(h), 2 * 2 * 2 * 2);
+  EXPECT_EQ(full.instruction(h, 2).indices, (std::vector<int32_t>{0, 0, 0, 256, 44, 200}));
+  const InstrDesc e = full.instruction(h, 3);
+  EXPECT_EQ(e.indices[4], 0);
+  EXPECT_TRUE(e.reads[0].empty());
+  EXPECT_TRUE(e.writes[0].empty());
+  EXPECT_EQ(causal.instruction(h, 0).indices, (std::vector<int32_t>{0, 0, 0, 256, 44, 200}));
+  EXPECT_EQ(causal.instruction(h, 2).indices, (std::vector<int32_t>{0, 0, 0, 0, 128, 128}));
+  expect_exact_cover(causal, h);
+  expect_exact_cover(full, h);
+}
+
+TEST(AttentionIType, Validate) {
+  const Attention t(false, 0.125);
+  const Profile p = Profile::h200();
+  const std::string d = error_of([&] { t.validate(attn_node(1, 2, 2, 64, 64, 96, p, 1)); });
+  EXPECT_NE(d.find("'n0'"), std::string::npos) << d;
+  EXPECT_NE(d.find("D=96"), std::string::npos) << d;
+  const std::string g = error_of([&] { t.validate(attn_node(1, 3, 2, 64, 64, 64, p, 1)); });
+  EXPECT_NE(g.find("H=3, Hk=2"), std::string::npos) << g;
+  const std::string sk = error_of([&] { t.validate(attn_node(1, 2, 2, 64, 0, 64, p, 1)); });
+  EXPECT_NE(sk.find("Sk=0"), std::string::npos) << sk;
+  NodeInfo sliced = attn_node(1, 2, 2, 64, 64, 64, p, 1);
+  sliced.inputs[0] = {bf16({1, 2, 128, 64}), TensorRange::full({1, 2, 128, 64}).slice(2, 0, 64)};
+  const std::string s = error_of([&] { t.validate(sliced); });
+  EXPECT_NE(s.find("whole tensor"), std::string::npos) << s;
+  NodeInfo kv = attn_node(1, 2, 2, 64, 64, 64, p, 1);
+  kv.inputs[2] = whole({1, 2, 32, 64});
+  EXPECT_THROW(t.validate(kv), CompileError);
+  EXPECT_THROW(t.validate(node({whole({2, 64, 64}), whole({2, 64, 64}), whole({2, 64, 64})}, {bf16({2, 64, 64})}, p)),
+               CompileError);
+}
+
+TEST(AttentionIType, ExecuteMatchesNaive) {
+  for (bool causal : {false, true})
+    for (bool pair : {false, true})
+      for (auto [Sq, Sk] : {std::pair{40, 40}, std::pair{40, 56}, std::pair{50, 24}}) {
+        Profile p = pair ? Profile::b200() : Profile::h200();
+        p.attn_cta_q = 16;
+        const int B = 2, H = 4, Hk = 2, D = 64;
+        const double scale = 0.2;
+        TestCtx ctx;
+        const int q = add_slot(ctx, {B, H, Sq, D}), k = add_slot(ctx, {B, Hk, Sk, D}),
+                  v = add_slot(ctx, {B, Hk, Sk, D}), o = add_slot(ctx, {B, H, Sq, D}, false);
+        const Attention t(causal, scale);
+        run_node(t, attn_node(B, H, Hk, Sq, Sk, D, p, 2), ctx, {q, k, v}, o);
+        const auto &qv = ctx.slots[q].data, &kv = ctx.slots[k].data, &vv = ctx.slots[v].data;
+        std::vector<double> want;
+        for (int b = 0; b < B; ++b)
+          for (int h = 0; h < H; ++h)
+            for (int i = 0; i < Sq; ++i) {
+              const int hk = h / (H / Hk), n = causal ? std::min(Sk, i + 1) : Sk;
+              std::vector<double> s(n);
+              double mx = -1e300, sum = 0;
+              for (int j = 0; j < n; ++j) {
+                for (int c = 0; c < D; ++c)
+                  s[j] += double(qv[((b * H + h) * Sq + i) * D + c]) * kv[((b * Hk + hk) * Sk + j) * D + c];
+                s[j] *= scale;
+                mx = std::max(mx, s[j]);
+              }
+              for (int j = 0; j < n; ++j) sum += s[j] = std::exp(s[j] - mx);
+              for (int c = 0; c < D; ++c) {
+                double acc = 0;
+                for (int j = 0; j < n; ++j) acc += s[j] / sum * vv[((b * Hk + hk) * Sk + j) * D + c];
+                want.push_back(acc);
+              }
+            }
+        EXPECT_TRUE(close(ctx.slots[o].data, want)) << t.str() << " pair " << pair << " Sq " << Sq << " Sk " << Sk;
+      }
+}
+
+TEST(ITypeCompare, NaNFails) {
+  EXPECT_FALSE(close({std::numeric_limits<float>::quiet_NaN()}, {1.0}));
+  EXPECT_FALSE(close({1.0f, 2.5f}, {1.0, 2.0}));
+  EXPECT_TRUE(close({1.0f, 2.001f}, {1.0, 2.0}));
+}
+
+}  // namespace
+}  // namespace mk
