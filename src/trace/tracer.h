@@ -1,6 +1,7 @@
 // FX graph -> DAG (seed §02): prune, classify, resolve ops, fold views into ranges, validate.
 #pragma once
 #include "ir/dag.h"
+#include "ir/error.h"  // trace() throws CompileError
 #include "ir/fx.h"
 
 namespace mk {
