@@ -165,8 +165,9 @@ InstrDesc ElementwiseBinary::instruction(const NodeInfo& n, int64_t i) const {
   InstrDesc d;
   push_origin(d.indices, n.inputs[0].origin(t.origin));
   push_origin(d.indices, n.inputs[1].origin(t.origin));
-  // In place, y is a's storage: the kernel writes where it read a.
-  push_origin(d.indices, inplace_ ? n.inputs[0].origin(t.origin) : t.origin);
+  // y is a whole tensor: output coords are slot coords. The scheduler aliases y to a's slot only
+  // when a is the whole tensor too, so in place this is also where the kernel read a.
+  push_origin(d.indices, t.origin);
   d.indices.push_back(static_cast<int32_t>(t.rows));
   d.indices.push_back(static_cast<int32_t>(t.cols));
   d.reads = {{box}, {box}};
