@@ -1,0 +1,82 @@
+"""Debug artifacts under the log directory: the DAG (JSON + graphviz picture) and the schedule text.
+
+Files are named ``<qualname>.<NN>.<kind>``; NN counts compiled graphs in this process. The directory is
+``./log`` unless the environment variable MEGAKITTENS_LOG_DIR says otherwise.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+_counter = itertools.count()
+
+
+def next_number() -> int:
+    """The process-global graph number NN shared by all artifacts of one compiled graph."""
+    return next(_counter)
+
+
+def log_path(name: str, number: int, suffix: str) -> Path:
+    """<log dir>/<name>.<NN>.<suffix>, creating the directory; name is made file-safe ("<locals>" -> "_locals_")."""
+    directory = Path(os.environ.get("MEGAKITTENS_LOG_DIR", "log"))
+    directory.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    return directory / f"{safe}.{number:02d}.{suffix}"
+
+
+def dag_to_dict(dag: Any) -> dict:
+    """A JSON-ready description of a ``_C.DAG``: nodes with kind, name, target, itype, inputs, outputs."""
+    def meta(m):
+        return {"dtype": m.dtype, "shape": list(m.shape), "device": m.device}
+
+    nodes = []
+    for n in dag.nodes:
+        nodes.append({
+            "id": n.id, "kind": n.kind, "name": n.name, "target": n.target, "itype": n.itype,
+            "input_index": n.input_index, "attr": n.attr,
+            "inputs": [{"producer": e.node, "output": e.output, "box": [list(p) for p in e.box],
+                        "view_shape": list(e.view_shape)} for e in n.inputs],
+            "outputs": [meta(m) for m in n.outputs],
+        })
+    return {"name": dag.name, "nodes": nodes}
+
+
+def save_dag(dag: Any, name: str, number: int) -> Path:
+    """Write <name>.<NN>.graph.json and, when graphviz and `dot` exist, <name>.<NN>.graph.png."""
+    data = dag_to_dict(dag)
+    path = log_path(name, number, "graph.json")
+    path.write_text(json.dumps(data, indent=1))
+    _save_picture(data, path.with_suffix(""))  # graph.json -> graph (graphviz adds .png)
+    return path
+
+
+def _save_picture(data: dict, stem: Path) -> None:
+    try:
+        import graphviz
+    except ImportError:
+        warnings.warn("megakittens: save_dag: no graphviz Python package, skipping the .png", stacklevel=3)
+        return
+    if shutil.which("dot") is None:
+        warnings.warn("megakittens: save_dag: graphviz `dot` not found, skipping the .png", stacklevel=3)
+        return
+    g = graphviz.Digraph(data["name"], graph_attr={"rankdir": "TB"}, node_attr={"fontsize": "10"})
+    for n in data["nodes"]:
+        shapes = ", ".join(f"{m['dtype']}{m['shape']}" for m in n["outputs"])
+        label = f"{n['name']}\n{n['itype'] or n['kind']}\n{shapes}"
+        g.node(str(n["id"]), label, shape="box" if n["kind"] == "compute" else "ellipse")
+        for e in n["inputs"]:
+            g.edge(str(e["producer"]), str(n["id"]), label=str(e["view_shape"]), fontsize="8")
+    g.render(filename=stem.name, directory=str(stem.parent), format="png", cleanup=True)
+
+
+def save_schedule(program: Any, name: str, number: int) -> Path:
+    """Write <name>.<NN>.schedule.txt = program.format() (tensor table, then one line per instruction)."""
+    path = log_path(name, number, "schedule.txt")
+    path.write_text(program.format())
+    return path

@@ -1,0 +1,98 @@
+"""The AOTAutograd compilers (seed §01): FX graph -> _C.trace -> _C.schedule -> Dispatcher.
+
+``make_aot_backend(options, name)`` is what ``megakittens.compile`` hands to Dynamo;
+``megakittens_backend`` is the same with default options, for ``torch.compile(backend="megakittens")``.
+"""
+from __future__ import annotations
+
+import atexit
+import time
+from typing import Any, Callable
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+from megakittens import _C, artifacts, fx_export
+from megakittens.dispatcher import Dispatcher
+from megakittens.options import Options
+
+# Every Dispatcher built in this process, oldest first (tests and debugging read the last one).
+dispatchers: list[Dispatcher] = []
+
+
+@atexit.register
+def _release() -> None:
+    # Drop the _C objects before the extension is torn down (nanobind reports objects alive at exit).
+    dispatchers.clear()
+    torch._dynamo.reset()
+
+
+def _log(msg: str) -> None:
+    print(f"[megakittens] {msg}", flush=True)
+
+
+def _print_graph(gm: torch.fx.GraphModule, name: str, is_backward: bool) -> None:
+    _log(f"{'backward' if is_backward else 'forward'} graph '{name}'")
+    try:
+        import tabulate  # noqa: F401  (print_tabular needs it and only prints a hint without it)
+    except ImportError:
+        print(gm.graph, flush=True)
+    else:
+        gm.graph.print_tabular()
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
+                  is_backward: bool = False) -> Callable:
+    """Compile one aten graph; returns a boxed callable (args list -> outputs).
+
+    Raises CompileError (from the tracer or scheduler) naming the node, op and constraint; a backward
+    graph raises "no backward instruction types".
+    """
+    if options.verbose:
+        _print_graph(gm, name, is_backward)
+    t0 = time.perf_counter()
+    dag = _C.trace(fx_export.export_graph(gm, name, is_backward))
+    if options.verbose:
+        _log(f"trace {(time.perf_counter() - t0) * 1e3:.1f} ms ({len(dag.nodes)} nodes)")
+    number = artifacts.next_number() if options.save_dag or options.save_schedule else -1
+    if options.save_dag:
+        path = artifacts.save_dag(dag, name, number)
+        if options.verbose:
+            _log(f"saved {path}")
+    if options.dry_run:
+        return make_boxed_func(gm)
+
+    profile = _C.Profile.by_name(*options.profile_args())
+    program = _C.schedule(dag, profile, cluster_size=options.cluster_size)
+    if options.verbose:
+        for phase, ms in program.phase_ms:
+            _log(f"{phase} {ms:.1f} ms")
+        _log(f"{program.num_instructions} instructions, {program.num_barriers} barriers, "
+             f"{len(program.slots)} slots on {program.num_sms} SMs")
+    if options.save_schedule:
+        path = artifacts.save_schedule(program, name, number)
+        if options.verbose:
+            _log(f"saved {path}")
+    dispatcher = Dispatcher(program, dag, gm, options)
+    dispatchers.append(dispatcher)
+    if options.verbose:
+        _log("dispatcher ready")
+    return make_boxed_func(dispatcher)
+
+
+def make_aot_backend(options: Options, name: str) -> Any:
+    """The Dynamo backend: AOTAutograd with megakittens forward and backward compilers."""
+    def fw_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        return compile_graph(gm, example_inputs, options, name, is_backward=False)
+
+    def bw_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        return compile_graph(gm, example_inputs, options, name, is_backward=True)
+
+    return aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler)
+
+
+def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
+    """``torch.compile(model, backend="megakittens")``: default options, graph named after the Dynamo graph."""
+    name = getattr(gm, "_megakittens_name", None) or "graph"
+    return make_aot_backend(Options(), name)(gm, example_inputs)

@@ -1,0 +1,57 @@
+"""``megakittens.compile``: capture a function or module with Dynamo + AOTAutograd (seed §01)."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Optional
+
+import torch
+import torch._dynamo
+
+from megakittens import backend
+from megakittens.options import Options
+
+
+def _qualname(fn: Any) -> str:
+    if isinstance(fn, torch.nn.Module):
+        return type(fn).__qualname__
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__qualname__
+
+
+def _capture(fn: Callable, options: Options) -> Callable:
+    aot = backend.make_aot_backend(options, _qualname(fn))
+    optimize = getattr(torch._dynamo, "optimize", None)
+    if optimize is None:  # a torch without the seed's entry point
+        if not options.enable:
+            return fn
+        return torch.compile(fn, backend=aot, fullgraph=True, dynamic=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*optimize.*deprecated.*")
+        warnings.filterwarnings("ignore", message=r".*deprecated.*optimize.*")
+        # nopython: one graph = one kernel, a graph break is an error; dynamic=False: a new shape recompiles.
+        return optimize(backend=aot, nopython=True, dynamic=False, disable=not options.enable)(fn)
+
+
+def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool = False, verbose: bool = False,
+            save_dag: bool = False, save_schedule: bool = False, use_jit_cache: bool = True,
+            global_work_queue: bool = False, cluster_size: int = 2, target: Optional[str] = None) -> Any:
+    """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
+
+    Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
+    graph (a graph break is an error); every new input shape recompiles. Inputs: contiguous bfloat16
+    tensors of rank <= 4. CPU tensors run on the reference interpreter.
+
+    enable: False returns ``fn`` unchanged (runs eagerly). dry_run: trace only (and save_dag), then run
+    eagerly. verbose: print the FX graph and per-phase timings. save_dag / save_schedule: write
+    ``log/<qualname>.<NN>.graph.json`` (+ .png) / ``.schedule.txt`` (directory: MEGAKITTENS_LOG_DIR).
+    use_jit_cache: GPU runtime cubin cache. global_work_queue: one atomic work queue instead of per-SM
+    tables. cluster_size: 1 or 2. target: None (this machine, h200 profile), "h200" or "b200".
+
+    Raises ValueError for a bad cluster_size or target. Compilation errors (``CompileError``: unsupported
+    op, dtype, view or layout) surface on the first call, wrapped by Dynamo, with the message intact.
+    """
+    options = Options(enable=enable, dry_run=dry_run, verbose=verbose, save_dag=save_dag,
+                      save_schedule=save_schedule, use_jit_cache=use_jit_cache,
+                      global_work_queue=global_work_queue, cluster_size=cluster_size, target=target)
+    if fn is None:
+        return lambda f: _capture(f, options)
+    return _capture(fn, options)

@@ -1,0 +1,177 @@
+"""Custom ops ``torch.ops.megakittens.*``: one per instruction type, eager bodies are the test oracles.
+
+Every body computes in fp32 and rounds once to the output dtype (the input's dtype; the compiler accepts
+bfloat16 only). The compiler never runs these bodies: the tracer resolves each op to its IType
+(docs/itypes.md), so a graph may use them to ask for an IType directly.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+UNARY_OPS = ("identity", "relu", "abs", "exp", "exp2", "log", "log2", "neg", "sqrt", "rsqrt")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum")
+
+_UNARY_FNS = {
+    "identity": lambda t: t,
+    "relu": torch.relu,
+    "abs": torch.abs,
+    "exp": torch.exp,
+    "exp2": torch.exp2,
+    "log": torch.log,
+    "log2": torch.log2,
+    "neg": torch.neg,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+}
+
+
+def _parse_unary(ops: str) -> list[str]:
+    names = [s.strip() for s in ops.split(",")]
+    for name in names:
+        if name not in _UNARY_FNS:
+            raise ValueError(f"megakittens.elementwise_unary: unknown op '{name}' in '{ops}' "
+                             f"(expected a comma-separated list of {', '.join(UNARY_OPS)})")
+    return names
+
+
+def _binary_fp32(a: Tensor, b: Tensor, op: str, alpha: float) -> Tensor:
+    if op not in BINARY_OPS:
+        raise ValueError(f"megakittens.elementwise_binary: unknown op '{op}' (expected one of {', '.join(BINARY_OPS)})")
+    if a.shape != b.shape:
+        raise ValueError(f"megakittens.elementwise_binary: shapes differ: {list(a.shape)} vs {list(b.shape)} "
+                         "(no broadcasting)")
+    x, y = a.float(), b.float()
+    if op == "add":
+        return x + alpha * y
+    if op == "sub":
+        return x - alpha * y
+    if op == "mul":
+        return x * y
+    if op == "div":
+        return x / y
+    return torch.maximum(x, y) if op == "maximum" else torch.minimum(x, y)
+
+
+@torch.library.custom_op("megakittens::elementwise_unary", mutates_args=())
+def elementwise_unary(x: Tensor, ops: str) -> Tensor:
+    """y = ops[-1](...ops[0](x)): x any shape (rank <= 4), bf16; y same shape and dtype.
+
+    ``ops`` is a comma-separated chain applied left to right, each of UNARY_OPS, in fp32, rounded once.
+    Raises ValueError for an unknown op name.
+    """
+    t = x.float()
+    for name in _parse_unary(ops):
+        t = _UNARY_FNS[name](t)
+    return t.to(x.dtype)
+
+
+@elementwise_unary.register_fake
+def _(x, ops):
+    _parse_unary(ops)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("megakittens::elementwise_binary", mutates_args=())
+def elementwise_binary(a: Tensor, b: Tensor, op: str, alpha: float = 1.0) -> Tensor:
+    """y = a <op> b: a, b same shape (no broadcasting), bf16; y same shape and dtype.
+
+    op: add (a + alpha*b), sub (a - alpha*b), mul, div (true division), maximum, minimum; fp32, rounded once.
+    Raises ValueError for an unknown op or different shapes.
+    """
+    return _binary_fp32(a, b, op, alpha).to(a.dtype)
+
+
+@elementwise_binary.register_fake
+def _(a, b, op, alpha=1.0):
+    if a.shape != b.shape:
+        raise ValueError(f"megakittens.elementwise_binary: shapes differ: {list(a.shape)} vs {list(b.shape)}")
+    return torch.empty_like(a, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("megakittens::elementwise_binary_", mutates_args=("a",))
+def elementwise_binary_(a: Tensor, b: Tensor, op: str, alpha: float = 1.0) -> None:
+    """In place: a = a <op> b (as elementwise_binary). After AOTAutograd it arrives wrapped in
+    auto_functionalized_v2; the compiled node writes its output into a's buffer."""
+    a.copy_(_binary_fp32(a, b, op, alpha).to(a.dtype))
+
+
+@elementwise_binary_.register_fake
+def _(a, b, op, alpha=1.0):
+    return None
+
+
+@torch.library.custom_op("megakittens::rms_norm", mutates_args=())
+def rms_norm(x: Tensor, weight: Optional[Tensor], eps: float) -> Tensor:
+    """y = x * rsqrt(mean(x^2, -1) + eps) * weight: x (..., R, C) bf16, weight (C,) or None; y x's shape.
+
+    Raises ValueError when weight is not of shape (C,).
+    """
+    if weight is not None and tuple(weight.shape) != (x.shape[-1],):
+        raise ValueError(f"megakittens.rms_norm: weight shape {list(weight.shape)}, expected [{x.shape[-1]}]")
+    t = x.float()
+    y = t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight.float()
+    return y.to(x.dtype)
+
+
+@rms_norm.register_fake
+def _(x, weight, eps):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _gemm_shape(a: Tensor, b: Tensor) -> list[int]:
+    if a.dim() < 2 or a.dim() != b.dim() or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"megakittens.gemm: A {list(a.shape)} and B {list(b.shape)} do not form "
+                         "(..., M, K) @ (..., K, N) with equal leading dims")
+    return [*a.shape[:-1], b.shape[-1]]
+
+
+@torch.library.custom_op("megakittens::gemm", mutates_args=())
+def gemm(a: Tensor, b: Tensor) -> Tensor:
+    """D = A @ B: A (..., M, K), B (..., K, N), equal leading dims; bf16 in, fp32 accumulate, D (..., M, N).
+
+    Raises ValueError for mismatched shapes (no broadcasting).
+    """
+    _gemm_shape(a, b)
+    return torch.matmul(a.float(), b.float()).to(a.dtype)
+
+
+@gemm.register_fake
+def _(a, b):
+    return a.new_empty(_gemm_shape(a, b))
+
+
+def _attention_check(q: Tensor, k: Tensor, v: Tensor) -> None:
+    if q.dim() != 4 or k.dim() != 4 or k.shape != v.shape or q.shape[0] != k.shape[0] \
+            or q.shape[3] != k.shape[3] or q.shape[1] % k.shape[1] != 0:
+        raise ValueError(f"megakittens.attention: q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)} are not "
+                         "BHSD with k, v (B, Hk, Sk, D) and H % Hk == 0")
+
+
+@torch.library.custom_op("megakittens::attention", mutates_args=())
+def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float) -> Tensor:
+    """o = softmax(scale * q k^T + mask) v: q (B, H, Sq, D), k, v (B, Hk, Sk, D), o (B, H, Sq, D), bf16.
+
+    GQA: head h reads KV head h // (H / Hk). causal masks key j > query i (top-left aligned, as SDPA's
+    is_causal). fp32 math, rounded once. Raises ValueError for shapes that are not BHSD-compatible.
+    """
+    _attention_check(q, k, v)
+    rep = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(rep, dim=1)
+    vf = v.float().repeat_interleave(rep, dim=1)
+    s = scale * torch.matmul(q.float(), kf.transpose(-1, -2))
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).triu(1)
+        s = s.masked_fill(mask, float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), vf).to(q.dtype)
+
+
+@attention.register_fake
+def _(q, k, v, causal, scale):
+    _attention_check(q, k, v)
+    return torch.empty_like(q, memory_format=torch.contiguous_format)

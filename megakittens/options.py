@@ -1,0 +1,41 @@
+"""Compile options (seed §01, DESIGN §1), validated once when ``compile`` is called."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+TARGETS = (None, "b200", "h200")
+CLUSTER_SIZES = (1, 2)
+
+
+@dataclass(frozen=True)
+class Options:
+    enable: bool = True
+    dry_run: bool = False          # trace (and save_dag) only, then run the graph eagerly
+    verbose: bool = False          # print the FX table and per-phase timings
+    save_dag: bool = False         # write <log>/<qualname>.<NN>.graph.json (+ .graph.png)
+    save_schedule: bool = False    # write <log>/<qualname>.<NN>.schedule.txt
+    use_jit_cache: bool = True     # GPU runtime: reuse compiled cubins from the disk cache
+    global_work_queue: bool = False  # instructions claimed from one atomic queue instead of per-SM tables
+    cluster_size: int = 2
+    target: Optional[str] = None   # None: the local device (h200 profile), else "b200" / "h200"
+
+    def __post_init__(self):
+        if self.cluster_size not in CLUSTER_SIZES or isinstance(self.cluster_size, bool):
+            raise ValueError(f"megakittens: cluster_size must be 1 or 2, got {self.cluster_size!r}")
+        if self.target not in TARGETS:
+            raise ValueError(f"megakittens: target must be None, 'b200' or 'h200', got {self.target!r}")
+
+    def profile_args(self) -> tuple[str, int]:
+        """(profile name, num_sms) for ``_C.Profile.by_name``; num_sms 0 keeps the profile's default.
+
+        target None means "this machine": the h200 profile with the SM count of CUDA device 0, or 132
+        (an H200) when there is no GPU.
+        """
+        if self.target is not None:
+            return self.target, 0
+        if torch.cuda.is_available():
+            return "h200", torch.cuda.get_device_properties(0).multi_processor_count
+        return "h200", 132

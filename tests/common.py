@@ -1,0 +1,38 @@
+"""Helpers shared by the Python tests."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+BF16 = torch.bfloat16
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """Relative Frobenius error ||out - ref|| / ||ref|| in fp32; inf when out has a NaN/inf."""
+    out, ref = out.detach().float().cpu(), ref.detach().float().cpu()
+    if out.shape != ref.shape:
+        raise AssertionError(f"shape {list(out.shape)} != reference {list(ref.shape)}")
+    if not torch.isfinite(out).all():
+        return math.inf
+    denom = ref.norm().item()
+    diff = (out - ref).norm().item()
+    return diff / denom if denom > 0 else diff
+
+
+def randn(*shape: int, scale: float = 1.0, dtype: torch.dtype = BF16, device: str = "cpu") -> torch.Tensor:
+    """Fresh random values (never zeros), scaled so results stay O(1)."""
+    return (torch.randn(*shape, device=device) * scale).to(dtype)
+
+
+def mlp(W: torch.Tensor, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The seed's 3-layer MLP: x = relu(x @ W[i] + b[i]); W (L, H, H), x (M, H), b (L, M, H)."""
+    for i in range(W.shape[0]):
+        x = torch.relu(x @ W[i] + b[i])
+    return x
+
+
+def mlp_inputs(M: int, H: int, layers: int = 3, device: str = "cpu") -> tuple:
+    """(W, x, b) for ``mlp`` in bf16; W scaled by 1/sqrt(H) so activations stay O(1)."""
+    return (randn(layers, H, H, scale=H ** -0.5, device=device), randn(M, H, device=device),
+            randn(layers, M, H, device=device))

@@ -1,0 +1,214 @@
+"""megakittens.compile: decorator forms, options, artifacts and the errors a user sees (CPU)."""
+import json
+import shutil
+
+import pytest
+import torch
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import BF16, mlp, mlp_inputs, randn, rel_err
+
+
+def relu_add(a, b):
+    return torch.relu(a + b)
+
+
+def _ab():
+    return randn(64, 128), randn(64, 128)
+
+
+def _num_dispatchers():
+    return len(mk_backend.dispatchers)
+
+
+# --- decorator forms ---------------------------------------------------------------------------------
+
+def test_bare_decorator():
+    @megakittens.compile
+    def f(a, b):
+        return torch.relu(a + b)
+
+    a, b = _ab()
+    n = _num_dispatchers()
+    assert rel_err(f(a, b), relu_add(a, b)) <= 1e-2
+    assert _num_dispatchers() == n + 1
+
+
+def test_decorator_factory():
+    @megakittens.compile(cluster_size=1, global_work_queue=True)
+    def f(a, b):
+        return torch.relu(a + b)
+
+    a, b = _ab()
+    assert rel_err(f(a, b), relu_add(a, b)) <= 1e-2
+    d = mk_backend.dispatchers[-1]
+    assert d.program.cluster_size == 1 and d.options.global_work_queue
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, M, H):
+        super().__init__()
+        W, _, b = mlp_inputs(M, H)
+        self.W = torch.nn.Parameter(W, requires_grad=False)
+        self.register_buffer("b", b)
+
+    def forward(self, x):
+        return mlp(self.W, x, self.b)
+
+
+def test_module():
+    model = MLP(64, 128)
+    x = randn(64, 128)
+    compiled = megakittens.compile(model)
+    assert rel_err(compiled(x), model(x)) <= 1e-2
+    assert mk_backend.dispatchers[-1].program.name == "MLP"
+
+
+def test_torch_compile_backend_name():
+    f = torch.compile(relu_add, backend="megakittens", fullgraph=True, dynamic=False)
+    a, b = _ab()
+    n = _num_dispatchers()
+    assert rel_err(f(a, b), relu_add(a, b)) <= 1e-2
+    assert _num_dispatchers() == n + 1
+
+
+# --- options -----------------------------------------------------------------------------------------
+
+def test_enable_false_runs_eagerly():
+    f = megakittens.compile(torch.sin, enable=False)  # sin has no IType: proof that nothing compiles
+    x = randn(8, 8)
+    n = _num_dispatchers()
+    torch.testing.assert_close(f(x), torch.sin(x))
+    assert _num_dispatchers() == n
+
+
+def test_dry_run_runs_eagerly():
+    f = megakittens.compile(relu_add, dry_run=True)
+    a, b = _ab()
+    n = _num_dispatchers()
+    torch.testing.assert_close(f(a, b), relu_add(a, b))
+    assert _num_dispatchers() == n
+
+
+def test_dry_run_still_traces():
+    f = megakittens.compile(lambda x: torch.sin(x), dry_run=True)
+    with pytest.raises(Exception, match=r"unsupported.*aten\.sin|aten\.sin.*unsupported"):
+        f(randn(8, 8))
+
+
+def test_verbose_prints_timings(capsys):
+    f = megakittens.compile(relu_add, verbose=True)
+    f(*_ab())
+    out = capsys.readouterr().out
+    assert "relu" in out  # the FX graph
+    assert "[megakittens] trace" in out and " ms" in out
+    assert "phase" in out
+    assert "[megakittens] dispatcher ready" in out
+
+
+def test_save_dag_and_schedule(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEGAKITTENS_LOG_DIR", str(tmp_path))
+    f = megakittens.compile(mlp, save_dag=True, save_schedule=True)
+    with pytest.warns() if shutil.which("dot") is None else _no_warning():
+        f(*mlp_inputs(64, 128))
+    (graph,) = tmp_path.glob("mlp.*.graph.json")
+    data = json.loads(graph.read_text())
+    kinds = [n["kind"] for n in data["nodes"]]
+    assert kinds.count("input") == 3 and kinds.count("output") == 1 and "compute" in kinds
+    gemm = next(n for n in data["nodes"] if n["itype"] and n["itype"].startswith("Gemm"))
+    w_edge = gemm["inputs"][1]  # W[i]: a (1, 1) x ... box on W, seen as (H, H)
+    assert w_edge["view_shape"] == [128, 128] and len(w_edge["box"]) == 4
+    assert gemm["outputs"][0]["dtype"] == "bfloat16"
+    if shutil.which("dot"):
+        assert graph.with_name(graph.name.replace(".json", ".png")).stat().st_size > 0
+    (schedule,) = tmp_path.glob("mlp.*.schedule.txt")
+    assert schedule.name.split(".")[1] == graph.name.split(".")[1]  # same graph number
+    assert len(schedule.read_text().splitlines()) > mk_backend.dispatchers[-1].program.num_instructions
+
+
+class _no_warning:
+    def __enter__(self):
+        import warnings
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("error", UserWarning)
+
+    def __exit__(self, *exc):
+        self._ctx.__exit__(*exc)
+
+
+@pytest.mark.parametrize("value", [0, 3, 4])
+def test_bad_cluster_size(value):
+    with pytest.raises(ValueError, match=f"cluster_size.*{value}"):
+        megakittens.compile(relu_add, cluster_size=value)
+
+
+def test_bad_target():
+    with pytest.raises(ValueError, match="a100"):
+        megakittens.compile(relu_add, target="a100")
+
+
+def test_unknown_option():
+    with pytest.raises(TypeError):
+        megakittens.compile(relu_add, fast=True)
+
+
+@pytest.mark.parametrize("target,num_sms", [("b200", 148), ("h200", 132)])
+def test_targets(target, num_sms):
+    f = megakittens.compile(relu_add, target=target)
+    a, b = _ab()
+    assert rel_err(f(a, b), relu_add(a, b)) <= 1e-2
+    assert mk_backend.dispatchers[-1].program.num_sms == num_sms
+
+
+# --- errors ------------------------------------------------------------------------------------------
+
+def _raises(fn, *args, match):
+    with pytest.raises(Exception, match=match) as info:
+        megakittens.compile(fn)(*args)
+    return info
+
+
+def test_unsupported_op():
+    _raises(lambda x: torch.sin(x), randn(8, 8), match=r"(?s)(unsupported.*aten\.sin|aten\.sin.*unsupported)")
+
+
+def test_non_contiguous_input():
+    x = randn(64, 64)
+    _raises(lambda a, b: a @ b, x.t(), x, match="(?i)contiguous")
+
+
+def test_step_slice():
+    _raises(lambda W, x: x @ W[::2], randn(128, 64), randn(64, 64), match="step")
+
+
+def test_rank_5_input():
+    _raises(torch.relu, randn(2, 2, 2, 4, 8), match="rank")
+
+
+def test_float32_matmul():
+    _raises(lambda a, b: a @ b, torch.randn(64, 64), torch.randn(64, 64), match="bfloat16")
+
+
+def test_backward_graph():
+    a = randn(64, 64).requires_grad_()
+    b = randn(64, 64).requires_grad_()
+    y = megakittens.compile(lambda a, b: a * b)(a, b)  # the forward compiles and runs
+    assert rel_err(y, a * b) <= 1e-2
+    with pytest.raises(Exception, match="backward"):
+        y.backward(torch.ones_like(y))
+
+
+def test_input_validation_message():
+    f = megakittens.compile(relu_add)
+    f(*_ab())
+    d = mk_backend.dispatchers[-1]
+    with pytest.raises(ValueError, match=r"input 0 of 'relu_add': expected bfloat16\[64, 128\], got float32\[64, 128\]"):
+        d(torch.randn(64, 128), randn(64, 128))
+
+
+def test_error_classes_exported():
+    for cls in (megakittens.CompileError, megakittens.DeadlockError, megakittens.RaceError):
+        assert issubclass(cls, RuntimeError)
+    assert isinstance(megakittens.__version__, str)
