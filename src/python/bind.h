@@ -7,3 +7,4 @@ namespace nb = nanobind;
 void bind_ir(nb::module_&);         // bind_ir.cpp: tensors, FX graph records, DAG, errors
 void bind_schedule(nb::module_&);   // bind_schedule.cpp: profiles, schedule(), Program
 void bind_reference(nb::module_&);  // bind_reference.cpp: interpret()
+void bind_runtime(nb::module_&);    // bind_runtime.cpp: GPU JIT and launch (src/runtime/)

@@ -5,4 +5,5 @@ NB_MODULE(_C, m) {
   bind_ir(m);
   bind_schedule(m);
   bind_reference(m);
+  bind_runtime(m);
 }

@@ -1,0 +1,179 @@
+// The controller and worker loops (seed §09) and the kernel body (seed §08). `V` is the generated
+// visitor: V::kNumIcodes and V::visit(icode, f) calling f.template operator()<Op>() for icode's IType.
+#pragma once
+#include "mk/vm.cuh"
+
+namespace mk {
+
+// Visitors for V::visit (functors: NVRTC treats unannotated lambdas as host code).
+struct ReleaseOrderFn {
+  int query;
+  const i32* inst;
+  int result;
+  template <class Op> __device__ __forceinline__ void operator()() { result = Op::lid_release_order(query, inst); }
+};
+struct InitSemaphoresFn {
+  Stage* st;
+  int lane;
+  int n;
+  template <class Op> __device__ __forceinline__ void operator()() {
+    n = Op::num_semaphores;
+    if (lane < n) cuda::ptx::mbarrier_init(&st->sems[lane], Op::semaphore_count(lane));
+  }
+};
+template <class Role>
+struct RunRoleFn {
+  Ctx* c;
+  template <class Op> __device__ __forceinline__ void operator()() { Role::template run<Op>(*c); }
+};
+
+// Controller (warp 8): recycle the stage, fetch, rename pages, init semaphores, publish.
+template <class V>
+__device__ void controller(Ctx& c) {
+  const Common& g = c.g->c;
+  Shared& sh = *c.sh;
+  const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
+  const u32 units = static_cast<u32>(g.num_instructions / kClusterSize);
+  const u32 base = g.queue_base;
+  for (int iter = 0;; ++iter) {
+    const int s = iter & 1;
+    Stage& st = sh.stages[s];
+    c.st = &st;
+    c.iter = iter;
+    if (iter >= 2) {
+      if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
+      if (c.lane < st.num_sems) ptx::mbarrier_inval(&st.sems[c.lane]);
+    }
+    // Fetch: per-SM table row (iter, cta), or the next claim of the global queue.
+    int index = -1;
+    long long row = -1;
+    if (!g.global_queue) {
+      if (iter < g.waves) {
+        row = static_cast<long long>(iter) * g.num_ctas + blockIdx.x;
+        index = static_cast<int>(row);
+      }
+    } else {
+      u32 unit = 0;
+      if (rank == 0) {
+        if (c.lane == 0) {
+          unit = atomicAdd(g.queue, 1u) - base;
+          if constexpr (kClusterSize > 1) {
+            ptx::st_cluster(&sh.claim[s], 1, unit);
+            ptx::mbarrier_arrive_cluster(&sh.claim_arrived[s], 1);
+          }
+        }
+        unit = __shfl_sync(0xffffffffu, unit, 0);
+      } else {
+        if (!wait_cluster(c, &sh.claim_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 30 + s)) break;
+        unit = sh.claim[s];
+      }
+      if (unit < units) {
+        index = static_cast<int>(unit * kClusterSize + rank);
+        row = index;
+      }
+    }
+    if (row >= 0) {
+      const i32* src = g.instructions + row * 64;
+      st.inst[c.lane] = src[c.lane];
+      st.inst[c.lane + 32] = src[c.lane + 32];
+    } else if (c.lane == 0) {
+      st.inst[kWIcode] = -1;
+    }
+    if (c.lane == 0) st.index = index;
+    __syncwarp();
+    int nsem = 0;
+    if (index >= 0) {
+      const int icode = st.inst[kWIcode];
+      if (icode < 0 || icode >= V::kNumIcodes) {
+        if (c.lane == 0) raise_abort(c, 5, -1, icode, V::kNumIcodes, 0);
+        break;
+      }
+      // Rename pages: new lid q takes the page the previous instruction releases q-th (seed §10).
+      if (c.lane < kNumPages) {
+        int pid = c.lane;
+        if (iter > 0) {
+          const Stage& prev = sh.stages[s ^ 1];
+          ReleaseOrderFn f{c.lane, prev.inst, c.lane};
+          V::visit(prev.inst[kWIcode], f);
+          pid = prev.pid[f.result];
+        }
+        st.pid[c.lane] = pid;
+      }
+      InitSemaphoresFn f{&st, c.lane, 0};
+      V::visit(icode, f);
+      nsem = f.n;
+      // The inits must be visible to TMA (async proxy) completing on these barriers.
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    }
+    if (c.lane == 0) st.num_sems = nsem;
+    __syncwarp();
+    if (c.lane == 0) {
+      arrive(&sh.inst_arrived[s]);
+      if constexpr (kClusterSize > 1) ptx::mbarrier_arrive_cluster(&sh.inst_arrived[s], rank ^ 1u);
+    }
+    if (index < 0) break;
+  }
+}
+
+// Every other warp: wait for the stage, run this role of the instruction, report it finished.
+template <class V, class Role>
+__device__ void worker(Ctx& c) {
+  Shared& sh = *c.sh;
+  for (int iter = 0;; ++iter) {
+    const int s = iter & 1;
+    c.st = &sh.stages[s];
+    c.iter = iter;
+    if (!wait(c, &sh.inst_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 10 + s)) break;
+    if (c.st->index < 0) break;
+    RunRoleFn<Role> f{&c};
+    V::visit(c.icode(), f);
+    if (c.aborted) break;
+    __syncwarp();
+    if (c.lane == 0) arrive(&sh.inst_finished[s]);
+  }
+}
+
+template <class V>
+__device__ __forceinline__ void run_vm(const Globals& g) {
+  __shared__ Shared sh;
+  extern __shared__ unsigned char dynamic_smem[];
+  unsigned char* pages = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(dynamic_smem) + 1023ull) & ~1023ull);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < 2; ++s) {
+      cuda::ptx::mbarrier_init(&sh.inst_arrived[s], kClusterSize);
+      cuda::ptx::mbarrier_init(&sh.inst_finished[s], kWorkerWarps);
+      cuda::ptx::mbarrier_init(&sh.claim_arrived[s], 1);
+      sh.stages[s].num_sems = 0;
+      sh.stages[s].index = -1;
+    }
+    // Page tokens start free: initialise, then arrive once (seed §08 step 4).
+    for (int p = 0; p < kNumPages; ++p) cuda::ptx::mbarrier_init(&sh.page_finished[p], 1);
+    for (int p = 0; p < kNumPages; ++p) arrive(&sh.page_finished[p]);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  if constexpr (kClusterSize > 1) {
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  } else {
+    __syncthreads();
+  }
+  ptx::griddep_wait();  // PDL: the previous grid's writes (barriers, outputs) are complete
+
+  Ctx c{&g, &sh, &sh.stages[0], pages, 0, warp, lane, false};
+  if (warp < kConsumerWarps) worker<V, ConsumerRole>(c);
+  else if (warp == kControllerWarp) controller<V>(c);
+  else if (warp == kLoaderWarp) worker<V, LoaderRole>(c);
+  else if (warp == kStorerWarp) worker<V, StorerRole>(c);
+  else worker<V, SpareRole>(c);
+
+  // Neither CTA's shared memory may go away while its peer can still address it.
+  if constexpr (kClusterSize > 1) {
+    cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+    cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);
+  }
+}
+
+}  // namespace mk

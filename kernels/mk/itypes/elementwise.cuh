@@ -1,0 +1,178 @@
+// ElementwiseUnary / ElementwiseBinary (seed §12, docs/itypes.md). One instruction = up to two
+// 128x128 bf16 tiles side by side. Input k's tile t lands in lid 2k+t by TMA (no swizzle: rows of
+// 256 B); the consumers compute in fp32 in place in input 0's pages; the storer TMA-stores them.
+// [Note: page release order] unused lids first, then the other inputs' pages, then input 0's
+// (the output), which are freed only after their stores have read shared memory.
+#pragma once
+#include "mk/vm.cuh"
+
+namespace mk {
+
+enum class Unary { identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt };
+enum class Binary { add, sub, mul, div, maximum, minimum };
+
+template <Unary U>
+__device__ __forceinline__ float unary(float x) {
+  if constexpr (U == Unary::identity) return x;
+  else if constexpr (U == Unary::relu) return x < 0.f ? 0.f : x;  // keeps NaN, as torch.relu
+  else if constexpr (U == Unary::abs) return fabsf(x);
+  else if constexpr (U == Unary::exp) return __expf(x);
+  else if constexpr (U == Unary::exp2) return exp2f(x);
+  else if constexpr (U == Unary::log) return __logf(x);
+  else if constexpr (U == Unary::log2) return log2f(x);
+  else if constexpr (U == Unary::neg) return -x;
+  else if constexpr (U == Unary::sqrt) return sqrtf(x);
+  else return rsqrtf(x);
+}
+
+template <Unary... Us>
+struct UnaryFn {
+  static constexpr int inputs = 1;
+  static __device__ __forceinline__ float apply(const float (&v)[1]) {
+    float x = v[0];
+    ((x = unary<Us>(x)), ...);
+    return x;
+  }
+};
+
+// P: struct { static constexpr Binary op; static constexpr float alpha; }
+template <class P>
+struct BinaryFn {
+  static constexpr int inputs = 2;
+  static __device__ __forceinline__ float apply(const float (&v)[2]) {
+    const float a = v[0], b = v[1];
+    if constexpr (P::op == Binary::add) return a + P::alpha * b;
+    else if constexpr (P::op == Binary::sub) return a - P::alpha * b;
+    else if constexpr (P::op == Binary::mul) return a * b;
+    else if constexpr (P::op == Binary::div) return __fdiv_rn(a, b);
+    else if constexpr (P::op == Binary::maximum) return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+    else return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
+  }
+};
+
+__device__ __forceinline__ long long elem_offset(const SlotDesc& s, int b, int d, int r, int col) {
+  return ((static_cast<long long>(b) * s.dims[1] + d) * s.dims[2] + r) * s.dims[3] + col;
+}
+
+template <class F>
+struct Elementwise {
+  static constexpr int kIn = F::inputs;
+  static constexpr int kTile = 128;
+  static constexpr int kUsedPages = 2 * kIn;
+  // Indices: origin of input k at 4k, output origin at 4*kIn, then rows, cols.
+  static constexpr int kOut = 4 * kIn, kRows = 4 * kIn + 4, kCols = 4 * kIn + 5;
+  static constexpr int num_semaphores = 4;  // loaded[2] (TMA bytes), computed[2] (8 consumer warps)
+
+  static __device__ int semaphore_count(int i) { return i < 2 ? 1 : kConsumerWarps; }
+
+  static __device__ int lid_release_order(int q, const i32*) {
+    const int unused = kNumPages - kUsedPages;
+    if (q < unused) return kUsedPages + q;
+    q -= unused;                       // then inputs kIn-1 .. 0, two pages each
+    return kUsedPages - 2 - 2 * (q / 2) + (q % 2);
+  }
+
+  static __device__ int num_tiles(const Ctx& c) { return c.idx()[kCols] > kTile ? 2 : 1; }
+
+  static __device__ void load(Ctx& c) {
+    if (!release_unused(c, kUsedPages)) return;
+    if (!wait_inputs(c)) return;
+    bool ok = true;
+    if (c.lane == 0) {
+      for (int lid = 0; lid < kUsedPages && ok; ++lid)
+        ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+      const int nt = num_tiles(c);
+      const i32* idx = c.idx();
+      for (int t = 0; t < nt && ok; ++t) {
+        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, c.sem(t), kIn * kPageBytes);
+        for (int k = 0; k < kIn; ++k) {
+          const i32* o = idx + 4 * k;
+          const i32 coords[4] = {o[3] + t * kTile, o[2], o[1], o[0]};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, c.page(2 * k + t),
+                                          c.map(c.src_slot(k)), coords, c.sem(t));
+        }
+      }
+    }
+    warp_ok(c, ok);
+  }
+
+  static __device__ void compute(Ctx& c) {
+    const int nt = num_tiles(c);
+    const int tid = c.warp * 32 + c.lane;
+    for (int t = 0; t < nt; ++t) {
+      if (!wait(c, c.sem(t), 0)) return;
+      uint4* out = reinterpret_cast<uint4*>(c.page(t));
+#pragma unroll 4
+      for (int i = 0; i < kPageBytes / 16 / (kConsumerWarps * 32); ++i) {
+        const int v = i * kConsumerWarps * 32 + tid;
+        uint4 in[kIn];
+#pragma unroll
+        for (int k = 0; k < kIn; ++k) in[k] = reinterpret_cast<const uint4*>(c.page(2 * k + t))[v];
+        uint4 res;
+        const __nv_bfloat162* h[kIn];
+#pragma unroll
+        for (int k = 0; k < kIn; ++k) h[k] = reinterpret_cast<const __nv_bfloat162*>(&in[k]);
+        __nv_bfloat162* r = reinterpret_cast<__nv_bfloat162*>(&res);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float lo[kIn], hi[kIn];
+#pragma unroll
+          for (int k = 0; k < kIn; ++k) {
+            const float2 f = __bfloat1622float2(h[k][j]);
+            lo[k] = f.x;
+            hi[k] = f.y;
+          }
+          r[j] = __floats2bfloat162_rn(F::apply(lo), F::apply(hi));
+        }
+        out[v] = res;
+      }
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
+      __syncwarp();
+      if (c.lane == 0) arrive(c.sem(2 + t));
+    }
+  }
+
+  static __device__ void store(Ctx& c) {
+    if (!wait_reuse(c)) return;
+    const i32* idx = c.idx();
+    const i32* o = idx + kOut;
+    const int rows = idx[kRows], cols = idx[kCols], nt = num_tiles(c);
+    const int ys = c.dst_slot(0);
+    const SlotDesc& y = c.slot(ys);
+    for (int t = 0; t < nt; ++t) {
+      if (!wait(c, c.sem(2 + t), 0)) return;
+      const int c0 = o[3] + t * kTile, tc = min(kTile, cols - t * kTile);
+      // TMA clips at the tensor's edge only; a tile that ends inside the tensor is stored by hand.
+      const bool tma = (y.flags & 1) && (rows == kTile || o[2] + rows == y.dims[2]) &&
+                       (tc == kTile || c0 + tc == y.dims[3]);
+      if (tma) {
+        if (c.lane == 0) {
+          const i32 coords[4] = {c0, o[2], o[1], o[0]};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, c.map(ys), coords,
+                                          c.page(t));
+          cuda::ptx::cp_async_bulk_commit_group();
+        }
+      } else {
+        const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(c.page(t));
+        __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr);
+        for (int r = 0; r < rows; ++r)
+          for (int e = c.lane; e < tc; e += 32) dst[elem_offset(y, o[0], o[1], o[2] + r, c0 + e)] = src[r * kTile + e];
+        __threadfence();
+      }
+    }
+    if (c.lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+    __syncwarp();
+    if (c.lane == 0)
+      for (int lid = 0; lid < kUsedPages; ++lid) page_finish(c, lid);
+    if (c.lane == 0) cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
+    arrive_dst(c);
+  }
+};
+
+template <Unary... Us>
+using ElementwiseUnary = Elementwise<UnaryFn<Us...>>;
+template <class P>
+using ElementwiseBinary = Elementwise<BinaryFn<P>>;
+
+}  // namespace mk

@@ -1,0 +1,306 @@
+// The persistent interpreter (seed §08-§11 on Hopper, DESIGN §6). One CTA per SM, 384 threads:
+// warps 0-7 consumers, 8 controller, 9 loader, 10 storer, 11 spare. Two instruction stages, seven
+// 32 KB pages renamed through lid_release_order, per-instruction mbarriers, global counters with
+// epoch-scaled targets, and a %globaltimer watchdog on every spin loop.
+//
+// Before including this header the generated source defines MK_CLUSTER_SIZE and MK_NUM_SLOTS.
+#pragma once
+#include <cuda_bf16.h>
+
+#include "mk/ptx.cuh"
+
+#ifndef MK_CLUSTER_SIZE
+#define MK_CLUSTER_SIZE 1
+#endif
+#ifndef MK_NUM_SLOTS
+#define MK_NUM_SLOTS 1
+#endif
+
+namespace mk {
+
+using u32 = cuda::std::uint32_t;
+using u64 = cuda::std::uint64_t;
+using i32 = cuda::std::int32_t;
+
+constexpr int kClusterSize = MK_CLUSTER_SIZE;
+constexpr int kThreads = 384;
+constexpr int kNumPages = 7;
+constexpr int kPageBytes = 32768;
+constexpr int kDynamicSmem = kNumPages * kPageBytes + 1024;  // 230,400 B: pages + 1 KB alignment
+constexpr int kMaxSemaphores = 32;
+constexpr int kConsumerWarps = 8;
+constexpr int kControllerWarp = 8, kLoaderWarp = 9, kStorerWarp = 10, kSpareWarp = 11;
+constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on instruction_finished
+
+// Instruction word offsets (docs/instruction.md).
+constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
+              kWSrcTargets = 39, kWCounts = 55, kWDstBarriers = 56;
+
+// [Note: diagnostic record] written once per launch by the first watchdog that fires, into
+// mapped host memory; src/runtime/launch.cpp reads the same layout.
+struct Diag {
+  i32 flag;         // 1 once the record is complete
+  i32 site;         // 1 input barrier, 2 reuse barrier, 3 mbarrier (pipeline), 4 instruction slot
+  i32 sm, cta, warp, lane;
+  i32 instruction;  // global instruction index (-1: none)
+  i32 icode;
+  i32 barrier;      // global barrier id, or the mbarrier's role id for site 3/4
+  i32 value;        // observed counter value (or parity)
+  i32 target;       // value waited for (epoch-scaled)
+  i32 epoch;
+  long long waited_ns;
+};
+
+// Host-written kernel parameter, head part (128 B). The host packs the same layout
+// (src/runtime/launch.cpp); static_asserts below pin it.
+struct Common {
+  const i32* instructions;   // per-SM [waves, num_ctas, 64] or global [N, 64]
+  i32* barriers;             // [num_barriers], epoch-scaled
+  u32* queue;                // [1] global work-queue counter, epoch-scaled
+  i32* abort_flag;           // device memory: nonzero = every loop exits
+  Diag* diag;                // mapped host memory
+  u64 timeout_ns;            // watchdog (0 = off)
+  i32 epoch;                 // launch number since the last reset, >= 1
+  i32 num_instructions;
+  i32 waves;                 // per-SM table depth
+  i32 global_queue;          // 0 per-SM table, 1 global queue
+  i32 num_ctas;              // grid size the per-SM table was built for
+  u32 queue_base;            // queue counter value at this launch's start (global mode)
+  i32 pad_[14];
+};
+static_assert(sizeof(Common) == 128, "Common is the 128-byte head of the kernel parameter");
+
+struct alignas(64) TensorMap { u64 words[16]; };  // CUtensorMap, 128 B
+
+struct SlotDesc {
+  u64 ptr;
+  i32 dims[4];  // padded (b, d, r, c)
+  i32 flags;    // bit 0: maps[slot] holds a valid 128x128 bf16 tile map
+  i32 pad_;
+};
+static_assert(sizeof(SlotDesc) == 32, "SlotDesc layout is shared with the host");
+
+template <int NSLOTS>
+struct GlobalsT {
+  Common c;
+  TensorMap maps[NSLOTS];
+  SlotDesc slots[NSLOTS];
+};
+using Globals = GlobalsT<MK_NUM_SLOTS>;
+
+// One decoded instruction and its per-instruction state (seed §08).
+struct Stage {
+  i32 inst[64];
+  i32 pid[8];              // physical page of each logical page
+  u64 sems[kMaxSemaphores];
+  i32 num_sems;
+  i32 index;               // global instruction index, -1 = stop
+  i32 pad_[2];
+};
+
+struct Shared {
+  Stage stages[2];
+  u64 inst_arrived[2];
+  u64 inst_finished[2];
+  u64 page_finished[kNumPages];
+  u64 claim_arrived[2];    // global queue, cluster 2: rank 0 forwards its claim
+  u32 claim[2];
+};
+
+// What a role function sees of one instruction.
+struct Ctx {
+  const Globals* g;
+  Shared* sh;
+  Stage* st;
+  unsigned char* pages;    // 1024-B aligned, kNumPages * kPageBytes
+  int iter;                // per-CTA instruction count (page parities)
+  int warp, lane;
+  bool aborted;
+
+  __device__ const i32* inst() const { return st->inst; }
+  __device__ int icode() const { return st->inst[kWIcode]; }
+  __device__ const i32* idx() const { return st->inst + kWIndices; }
+  __device__ int src_slot(int k) const { return (st->inst[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
+  __device__ int dst_slot(int k) const { return (st->inst[kWDstTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
+  __device__ int count_byte(int k) const { return (st->inst[kWCounts] >> (8 * k)) & 0xff; }
+  __device__ int num_src_input() const { return count_byte(0); }
+  __device__ int num_src_reuse() const { return count_byte(1); }
+  __device__ int num_dst() const { return count_byte(2) + count_byte(3); }
+  __device__ unsigned char* page(int lid) const { return pages + st->pid[lid] * kPageBytes; }
+  __device__ u64* sem(int i) const { return &st->sems[i]; }
+  __device__ const TensorMap* map(int slot) const { return &g->maps[slot]; }
+  __device__ const SlotDesc& slot(int s) const { return g->slots[s]; }
+};
+
+// ---- watchdog ----
+
+struct Watch {
+  u64 start = 0;
+  u32 spins = 0;
+};
+
+__device__ __forceinline__ bool abort_raised(const Ctx& c) {
+  return ptx::ld_volatile(c.g->c.abort_flag) != 0;
+}
+
+// Records the first failure of this launch (later ones only see the abort flag) and raises the
+// abort flag that every spin loop polls.
+__device__ __noinline__ void raise_abort(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
+  if (atomicCAS(c.g->c.abort_flag, 0, 1) == 0) {
+    volatile Diag* d = c.g->c.diag;
+    d->site = site;
+    d->sm = static_cast<i32>(ptx::smid());
+    d->cta = static_cast<i32>(blockIdx.x);
+    d->warp = c.warp;
+    d->lane = c.lane;
+    d->instruction = c.st ? c.st->index : -1;
+    d->icode = c.st ? c.st->inst[kWIcode] : -1;
+    d->barrier = barrier;
+    d->value = value;
+    d->target = target;
+    d->epoch = c.g->c.epoch;
+    d->waited_ns = waited_ns;
+    __threadfence_system();
+    d->flag = 1;
+    __threadfence_system();
+  }
+  c.aborted = true;
+}
+
+// Called in the slow path of every spin loop. Returns false when the loop must give up: another
+// warp raised the abort flag, or this wait ran past the timeout (then this lane reports first).
+__device__ __noinline__ bool watchdog_ok(Ctx& c, Watch& w, int site, int barrier, int value, int target) {
+  if (abort_raised(c)) { c.aborted = true; return false; }
+  const u64 now = ptx::globaltimer();
+  if (w.start == 0) { w.start = now; return true; }
+  const u64 timeout = c.g->c.timeout_ns;
+  if (timeout == 0 || now - w.start < timeout) return true;
+  raise_abort(c, site, barrier, value, target, static_cast<long long>(now - w.start));
+  return false;
+}
+
+// Warp-uniform wait for the phase of `bar` with parity `parity`: lane 0 spins under the watchdog,
+// then every lane observes the completed phase itself (acquire). False on abort.
+__device__ __forceinline__ bool warp_ok(Ctx& c, bool ok) {
+  ok = __shfl_sync(0xffffffffu, ok ? 1 : 0, 0) != 0;
+  if (!ok) c.aborted = true;
+  return ok;
+}
+
+__device__ __forceinline__ bool wait(Ctx& c, u64* bar, u32 parity, int site = 3, int id = 0) {
+  bool ok = true;
+  if (c.lane == 0 && !cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+    Watch w;
+    while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
+      if (!watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) { ok = false; break; }
+  }
+  if (!warp_ok(c, ok)) return false;
+  if (c.lane != 0) while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {}
+  return true;
+}
+
+// Single-thread wait (no warp collectives), used where only one lane takes part.
+__device__ __forceinline__ bool wait_lane(Ctx& c, u64* bar, u32 parity, int site, int id) {
+  if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
+  Watch w;
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
+    if (!watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) return false;
+  return true;
+}
+
+__device__ __forceinline__ bool wait_cluster(Ctx& c, u64* bar, u32 parity, int site, int id) {
+  bool ok = true;
+  if (c.lane == 0) {
+    Watch w;
+    while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity))
+      if (!watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) { ok = false; break; }
+  }
+  if (!warp_ok(c, ok)) return false;
+  if (c.lane != 0)
+    while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity)) {}
+  return true;
+}
+
+__device__ __forceinline__ void arrive(u64* bar) { (void)cuda::ptx::mbarrier_arrive(bar); }
+
+// ---- global barriers (seed §11): acquire spin with backoff, proxy fence before TMA reads ----
+
+// One lane waits on src barriers [first, first+n); epoch-scaled targets. Then the whole warp syncs.
+__device__ __forceinline__ bool wait_global(Ctx& c, int first, int n, int site) {
+  bool ok = true;
+  if (c.lane == 0) {
+    const i32* in = c.inst();
+    for (int k = first; k < first + n && ok; ++k) {
+      const int id = in[kWSrcBarriers + k];
+      const int target = in[kWSrcTargets + k] * c.g->c.epoch;
+      const int* p = c.g->c.barriers + id;
+      int v = ptx::ld_acquire_gpu(p);
+      if (v >= target) continue;
+      Watch w;
+      u32 backoff = 32;
+      while ((v = ptx::ld_acquire_gpu(p)) < target) {
+        if (!watchdog_ok(c, w, site, id, v, target)) { ok = false; break; }
+        ptx::nanosleep(backoff);
+        if (backoff < 1024) backoff *= 2;
+      }
+    }
+    // Writes by other SMs' TMA stores (async proxy) must be visible to our TMA loads.
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+  }
+  return warp_ok(c, ok);
+}
+__device__ __forceinline__ bool wait_inputs(Ctx& c) { return wait_global(c, 0, c.num_src_input(), 1); }
+__device__ __forceinline__ bool wait_reuse(Ctx& c) {
+  return wait_global(c, c.num_src_input(), c.num_src_reuse(), 2);
+}
+
+// Lane 0, after this warp's stores completed (cp.async.bulk.wait_group 0 / generic stores + fence):
+// make them visible to the async proxy of other SMs, then release-add every dst barrier.
+__device__ __forceinline__ void arrive_dst(Ctx& c) {
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+  __syncwarp();
+  if (c.lane == 0) {
+    const int n = c.num_dst();
+    for (int k = 0; k < n; ++k) ptx::red_release_gpu_add(c.g->c.barriers + c.inst()[kWDstBarriers + k], 1);
+  }
+  __syncwarp();
+}
+
+// ---- pages (seed §10) ----
+
+__device__ __forceinline__ bool page_wait(Ctx& c, int lid) {
+  return wait(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+}
+__device__ __forceinline__ void page_finish(Ctx& c, int lid) { arrive(&c.sh->page_finished[c.st->pid[lid]]); }
+
+// Loader, one lane: wait and release at once every lid in [first, kNumPages).
+__device__ __forceinline__ bool release_unused(Ctx& c, int first) {
+  bool ok = true;
+  if (c.lane == 0)
+    for (int lid = first; lid < kNumPages && ok; ++lid) {
+      ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+      if (ok) page_finish(c, lid);
+    }
+  return warp_ok(c, ok);
+}
+
+// ---- roles, dispatched through the generated switch ----
+// Each IType struct provides (the device contract; see kernels/mk/itypes/*.cuh):
+//   static constexpr int num_semaphores; static int semaphore_count(int i);
+//   static int lid_release_order(int query, const i32* inst);
+//   static void load(Ctx&); static void compute(Ctx&); static void store(Ctx&);
+struct ControllerRole {};
+struct LoaderRole {
+  template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::load(c); }
+};
+struct ConsumerRole {
+  template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::compute(c); }
+};
+struct StorerRole {
+  template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::store(c); }
+};
+struct SpareRole {
+  template <class Op> static __device__ __forceinline__ void run(Ctx&) {}
+};
+
+}  // namespace mk

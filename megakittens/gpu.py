@@ -1,0 +1,156 @@
+"""The GPU runtime from Python: compile a scheduled Program into the persistent megakernel and launch
+it on CUDA tensors (DESIGN §6, seed §07). The C++ side lives in src/runtime/ (bound as ``_C.GpuKernel``).
+
+Entry points the dispatcher uses:
+- ``num_ctas(cluster_size)``: the ``num_sms`` to schedule with (co-resident CTAs of the launch).
+- ``run_program_gpu(program, slot_tensors, stream=None, options=None)``: JIT (cached) + one launch.
+
+``options`` is a mapping or object with (all optional): ``use_jit_cache`` (True), ``global_work_queue``
+(False), ``watchdog_s`` (10.0), ``sync`` (False: raise watchdog errors at the next call instead of now).
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import sys
+import weakref
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import torch
+
+from megakittens import _C
+
+__all__ = ["available", "num_ctas", "kernel_for", "run_program_gpu", "check", "device_info",
+           "kernels_dir", "cuda_include_dir", "nvrtc_candidates"]
+
+_KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+
+def kernels_dir() -> str:
+    """Folder holding kernels/mk/*.cuh ($MEGAKITTENS_KERNELS_DIR overrides)."""
+    d = os.environ.get("MEGAKITTENS_KERNELS_DIR") or str(_KERNELS_DIR)
+    if not os.path.exists(os.path.join(d, "mk", "interpreter.cuh")):
+        raise RuntimeError(f"megakittens: device headers not found in {d} (set MEGAKITTENS_KERNELS_DIR)")
+    return d
+
+
+@functools.cache
+def cuda_include_dir() -> Optional[str]:
+    """A CUDA include folder with cuda_bf16.h and cccl/cuda/ptx, or None."""
+    cands = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    cands += sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
+    for c in cands:
+        inc = os.path.join(c, "include") if c else ""
+        if inc and os.path.exists(os.path.join(inc, "cuda_bf16.h")) and os.path.isdir(os.path.join(inc, "cccl", "cuda")):
+            return inc
+    return None
+
+
+@functools.cache
+def nvrtc_candidates() -> tuple[str, ...]:
+    """dlopen candidates for libnvrtc: $MEGAKITTENS_NVRTC, the nvidia-cuda-nvrtc wheel, the toolkit, the loader path."""
+    out = []
+    if os.environ.get("MEGAKITTENS_NVRTC"):
+        out.append(os.environ["MEGAKITTENS_NVRTC"])
+    for p in sys.path:
+        for pat in ("nvidia/cu13/lib/libnvrtc.so*", "nvidia/cuda_nvrtc/lib/libnvrtc.so*"):
+            out += sorted(x for x in glob.glob(os.path.join(p, pat)) if "builtins" not in x and "alt" not in x)
+    inc = cuda_include_dir()
+    if inc:
+        out += sorted(glob.glob(os.path.join(os.path.dirname(inc), "lib64", "libnvrtc.so*")))
+    out += ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]
+    seen, uniq = set(), []
+    for x in out:
+        if x not in seen:
+            seen.add(x)
+            uniq.append(x)
+    return tuple(uniq)
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") when CUDA tensors can run on the megakernel, else (False, reason)."""
+    if getattr(_C, "gpu_runtime_missing", "x"):
+        return False, f"megakittens was {getattr(_C, 'gpu_runtime_missing', 'built without the GPU runtime')}"
+    if not torch.cuda.is_available():
+        return False, "torch sees no CUDA device"
+    major, _ = torch.cuda.get_device_capability()
+    if major != 9:
+        return False, f"the megakernel targets Hopper (sm_90a); this device is sm_{major}x"
+    if cuda_include_dir() is None:
+        return False, "CUDA headers (cuda_bf16.h, cccl/) not found; set CUDA_HOME"
+    return True, ""
+
+
+def device_info() -> dict:
+    torch.cuda.init()
+    return _C.gpu_device_info()
+
+
+@functools.cache
+def num_ctas(cluster_size: int) -> int:
+    """Co-resident megakernel CTAs (maxActiveClusters x cluster_size): schedule with num_sms = this."""
+    torch.cuda.init()
+    return int(_C.gpu_max_ctas(int(cluster_size)))
+
+
+# One compiled kernel per Program object (the Program is immutable once scheduled).
+_KERNELS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_KERNELS_BY_ID: dict = {}
+
+
+def _opt(options: Any, name: str, default: Any) -> Any:
+    if options is None:
+        return default
+    if isinstance(options, dict):
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def kernel_for(program: Any, use_jit_cache: bool = True) -> Any:
+    """The ``_C.GpuKernel`` for ``program``, compiled on first use (disk cache unless use_jit_cache=False)."""
+    key = id(program)
+    hit = _KERNELS_BY_ID.get(key)
+    if hit is not None and hit[0]() is program:
+        return hit[1]
+    ok, why = available()
+    if not ok:
+        raise RuntimeError(f"megakittens: GPU runtime unavailable: {why}")
+    torch.cuda.init()
+    k = _C.GpuKernel(program, kernels_dir(), cuda_include_dir(), list(nvrtc_candidates()),
+                     os.environ.get("MEGAKITTENS_CACHE_DIR", ""), bool(use_jit_cache))
+    try:
+        ref = weakref.ref(program)
+    except TypeError:  # nanobind objects without weakref support: keep the program alive instead
+        ref = (lambda p: (lambda: p))(program)
+    _KERNELS_BY_ID[key] = (ref, k)
+    return k
+
+
+def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: Optional[int] = None,
+                    options: Any = None) -> None:
+    """Launch ``program`` once over ``slot_tensors`` (one contiguous CUDA tensor per program slot, outputs
+    allocated by the caller) on ``stream`` (an int CUstream; default: torch's current stream).
+
+    Raises ``_C.DeadlockError`` with the watchdog's report (at this call with ``sync``, else at the next
+    call), ``RuntimeError``/``_C.GpuError`` for CUDA or JIT failures."""
+    k = kernel_for(program, bool(_opt(options, "use_jit_cache", True)))
+    ptrs = []
+    for s, t in enumerate(slot_tensors):
+        if not t.is_cuda or not t.is_contiguous():
+            raise ValueError(f"megakittens: slot {s} must be a contiguous CUDA tensor")
+        ptrs.append(int(t.data_ptr()))
+    if stream is None:
+        stream = torch.cuda.current_stream().cuda_stream
+    k.run(ptrs, int(stream), global_queue=bool(_opt(options, "global_work_queue", False)),
+          timeout_s=float(_opt(options, "watchdog_s", 10.0)), sync=bool(_opt(options, "sync", False)),
+          pdl=bool(_opt(options, "pdl", True)), plant_deadlock=int(_opt(options, "plant_deadlock", -1)))
+
+
+def check(program: Any) -> None:
+    """Synchronize and raise the watchdog report of any earlier launch of ``program``."""
+    torch.cuda.synchronize()
+    hit = _KERNELS_BY_ID.get(id(program))
+    if hit is not None:
+        hit[1].check()

@@ -1,0 +1,361 @@
+#include "runtime/launch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <sstream>
+
+#include "ir/error.h"
+#include "runtime/cache.h"
+#include "runtime/codegen.h"
+
+namespace mk::rt {
+
+namespace {
+
+constexpr int kThreads = 384;
+constexpr int kDynamicSmem = 7 * 32768 + 1024;  // kernels/mk/vm.cuh kDynamicSmem
+constexpr int kStateHead = 16;                  // words before the barriers in state_
+constexpr size_t kCommonBytes = 128, kMapBytes = 128, kSlotBytes = 32;
+constexpr size_t kMaxParamBytes = 32764;
+
+// Host mirror of mk::Common (kernels/mk/vm.cuh).
+struct Common {
+  uint64_t instructions, barriers, queue, abort_flag, diag, timeout_ns;
+  int32_t epoch, num_instructions, waves, global_queue, num_ctas;
+  uint32_t queue_base;
+  int32_t pad[14];
+};
+static_assert(sizeof(Common) == kCommonBytes, "host Common mirrors kernels/mk/vm.cuh");
+
+struct SlotDesc {
+  uint64_t ptr;
+  int32_t dims[4];
+  int32_t flags, pad;
+};
+static_assert(sizeof(SlotDesc) == kSlotBytes, "host SlotDesc mirrors kernels/mk/vm.cuh");
+
+const char* kSiteNames[] = {"?", "input barrier", "reuse barrier", "pipeline mbarrier", "instruction slot",
+                            "icode check"};
+
+// The tiny probe kernel of max_ctas(): the megakernel's launch shape, no body.
+const char* kProbePtx =
+    ".version 8.0\n.target sm_90a\n.address_size 64\n"
+    ".visible .entry mk_probe() .maxntid 384, 1, 1 .minnctapersm 1 { ret; }\n";
+
+bool is_elementwise(const IType& it) {
+  return it.name() == "ElementwiseUnary" || it.name() == "ElementwiseBinary";
+}
+
+}  // namespace
+
+struct GpuKernel::Diag {
+  int32_t flag, site, sm, cta, warp, lane, instruction, icode, barrier, value, target, epoch;
+  long long waited_ns;
+};
+
+std::vector<std::string> jit_flags(const JitOptions& o) {
+  std::vector<std::string> f = {"--gpu-architecture=sm_90a", "-std=c++20", "-DNDEBUG", "-lineinfo",
+                                "-Xptxas=-v", "-Xptxas=--warn-on-spills",
+                                "-I" + o.kernels_dir, "-I" + o.cuda_include, "-I" + o.cuda_include + "/cccl"};
+  f.insert(f.end(), o.extra_flags.begin(), o.extra_flags.end());
+  return f;
+}
+
+DeviceInfo device_info() {
+  const Driver& d = driver();
+  ensure_context();
+  CUdevice dev;
+  check(d.cuCtxGetDevice(&dev), "cuCtxGetDevice");
+  DeviceInfo info;
+  char name[256] = {0};
+  d.cuDeviceGetName(name, sizeof name, dev);
+  info.name = name;
+  info.driver_version = d.version;
+  d.cuDeviceGetAttribute(&info.num_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  d.cuDeviceGetAttribute(&info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  d.cuDeviceGetAttribute(&info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  return info;
+}
+
+static int occupancy_ctas(CUfunction f, int cluster_size) {
+  const Driver& d = driver();
+  check(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kDynamicSmem),
+        "cuFuncSetAttribute(max dynamic shared memory)");
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = cluster_size;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = kThreads;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = kDynamicSmem;
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster_size;
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  check(d.cuOccupancyMaxActiveClusters(&clusters, f, &cfg), "cuOccupancyMaxActiveClusters");
+  return clusters * cluster_size;
+}
+
+int max_ctas(int cluster_size) {
+  const Driver& d = driver();
+  ensure_context();
+  static CUmodule probe = nullptr;
+  static CUfunction f = nullptr;
+  if (!probe) {
+    check(d.cuModuleLoadData(&probe, kProbePtx), "cuModuleLoadData(probe)");
+    check(d.cuModuleGetFunction(&f, probe, "mk_probe"), "cuModuleGetFunction(probe)");
+  }
+  return occupancy_ctas(f, cluster_size);
+}
+
+GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : program_(program) {
+  const Driver& d = driver();
+  ensure_context();
+  if (program_.cluster_size != 1 && program_.cluster_size != 2)
+    throw GpuError("megakittens: the GPU runtime supports cluster sizes 1 and 2, got " +
+                   std::to_string(program_.cluster_size));
+  const size_t nslots = std::max<size_t>(1, program_.slots.size());
+  if (kCommonBytes + nslots * (kMapBytes + kSlotBytes) > kMaxParamBytes)
+    throw GpuError("megakittens: " + std::to_string(nslots) +
+                   " tensor slots exceed the 32,764-byte kernel parameter (at most 203 slots for now)");
+
+  // JIT with the disk cache.
+  source_ = generate_source(program_);
+  const auto flags = jit_flags(options);
+  const Nvrtc& nv = nvrtc(options.nvrtc_paths);
+  std::string key_input = "megakittens-jit-v1\n" + source_ + '\0' + tree_digest_input(options.kernels_dir) + '\0';
+  for (const auto& f : flags)
+    if (f.rfind("-I", 0) != 0) key_input += f + '\0';  // include paths name places, not content
+  key_input += "nvrtc " + std::to_string(nv.major) + "." + std::to_string(nv.minor);
+  key_ = sha256_hex(key_input);
+  const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  std::vector<char> cubin;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.use_cache) {
+    if (auto hit = cache_load(dir, key_)) {
+      cubin = std::move(*hit);
+      cache_hit_ = true;
+    }
+  }
+  if (!cache_hit_) {
+    CompileResult r = nvrtc_compile(options.nvrtc_paths, source_, flags);
+    log_ = r.log;
+    cubin = std::move(r.cubin);
+    if (options.use_cache) {
+      std::string meta = "{\"program\": \"" + program_.name + "\", \"nvrtc\": \"" + std::to_string(nv.major) + "." +
+                         std::to_string(nv.minor) + "\", \"compile_ms\": " + std::to_string(r.ms) + "}\n";
+      cache_store(dir, key_, cubin, meta);
+    }
+  }
+  check(d.cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData(megakernel)");
+  compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  check(d.cuModuleGetFunction(&func_, module_, "megakittens_kernel"), "cuModuleGetFunction");
+  d.cuFuncGetAttribute(&num_regs_, CU_FUNC_ATTRIBUTE_NUM_REGS, func_);
+  grid_ = occupancy_ctas(func_, program_.cluster_size);
+  if (grid_ <= 0) throw GpuError("megakittens: the megakernel cannot be resident (occupancy 0)");
+
+  // Device state, zeroed once; later launches use epoch-scaled targets instead of a memset.
+  for (const auto& b : program_.barriers) max_target_ = std::max(max_target_, b.target);
+  state_words_ = kStateHead + std::max<size_t>(1, program_.barriers.size());
+  check(d.cuMemAlloc(&state_, state_words_ * 4), "cuMemAlloc(state)");
+  check(d.cuMemsetD32(state_, 0, state_words_), "cuMemsetD32(state)");
+  void* host = nullptr;
+  check(d.cuMemHostAlloc(&host, sizeof(Diag), CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+        "cuMemHostAlloc(diag)");
+  diag_host_ = static_cast<Diag*>(host);
+  std::memset(diag_host_, 0, sizeof(Diag));
+  check(d.cuMemHostGetDevicePointer(&diag_dev_, host, 0), "cuMemHostGetDevicePointer(diag)");
+
+  needs_map_.assign(nslots, false);
+  for (const auto& n : program_.nodes)
+    if (is_elementwise(*n.itype)) {
+      for (int s : n.src_slots) needs_map_[s] = true;
+      for (int s : n.dst_slots) needs_map_[s] = true;
+    }
+}
+
+GpuKernel::~GpuKernel() {
+  try {
+    const Driver& d = driver();
+    if (table_sm_) d.cuMemFree(table_sm_);
+    if (table_global_) d.cuMemFree(table_global_);
+    if (state_) d.cuMemFree(state_);
+    if (diag_host_) d.cuMemFreeHost(diag_host_);
+    if (module_) d.cuModuleUnload(module_);
+  } catch (...) {
+  }
+}
+
+void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
+  const Driver& d = driver();
+  const size_t nslots = std::max<size_t>(1, program_.slots.size());
+  params_.assign(kCommonBytes + nslots * (kMapBytes + kSlotBytes), 0);
+  for (size_t s = 0; s < program_.slots.size(); ++s) {
+    const TensorMeta& m = program_.slots[s];
+    const Coord4 p = m.padded();
+    SlotDesc sd{};
+    sd.ptr = ptrs[s];
+    for (int k = 0; k < 4; ++k) sd.dims[k] = static_cast<int32_t>(p[k]);
+    if (m.dtype == DType::bf16) {
+      // A 4-D (c, r, d, b) map with a 128x128 box, no swizzle: the elementwise tile (rows of 256 B).
+      const cuuint64_t dims[4] = {cuuint64_t(p[3]), cuuint64_t(p[2]), cuuint64_t(p[1]), cuuint64_t(p[0])};
+      const cuuint64_t strides[3] = {cuuint64_t(p[3] * 2), cuuint64_t(p[2] * p[3] * 2),
+                                     cuuint64_t(p[1] * p[2] * p[3] * 2)};
+      const cuuint32_t box[4] = {128, 128, 1, 1}, estr[4] = {1, 1, 1, 1};
+      auto* map = reinterpret_cast<CUtensorMap*>(params_.data() + kCommonBytes + s * kMapBytes);
+      const bool aligned = (ptrs[s] % 16) == 0 && (p[3] * 2) % 16 == 0;
+      CUresult r = CUDA_ERROR_INVALID_VALUE;
+      if (aligned)
+        r = d.cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, reinterpret_cast<void*>(ptrs[s]),
+                                     dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                     CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r == CUDA_SUCCESS) sd.flags |= 1;
+    }
+    if (needs_map_[s] && !(sd.flags & 1))
+      throw GpuError("megakittens: tensor slot " + std::to_string(s) + " (" + m.str() +
+                     ") needs a TMA tile map for an elementwise instruction, but its base address must be "
+                     "16-byte aligned and its last dim a multiple of 8 elements (not supported yet)");
+    std::memcpy(params_.data() + kCommonBytes + nslots * kMapBytes + s * kSlotBytes, &sd, sizeof sd);
+  }
+  params_ptrs_ = ptrs;
+}
+
+void GpuKernel::reset_state() {
+  const Driver& d = driver();
+  check(d.cuMemsetD32(state_, 0, state_words_), "cuMemsetD32(state reset)");
+  std::memset(diag_host_, 0, sizeof(Diag));
+  epoch_ = 0;
+  queue_launches_ = 0;
+}
+
+std::string GpuKernel::diag_message(const Diag& g) const {
+  std::ostringstream os;
+  const int site = (g.site >= 1 && g.site <= 5) ? g.site : 0;
+  os << "megakittens watchdog: the megakernel for '" << program_.name << "' stopped making progress ("
+     << kSiteNames[site] << ")";
+  if (g.site == 5) {
+    os << ": unknown icode " << g.value << " (program has " << g.target << ")";
+  }
+  os << "\n  SM " << g.sm << ", CTA " << g.cta << ", warp " << g.warp << " lane " << g.lane << "\n  instruction "
+     << g.instruction << ", icode " << g.icode;
+  if (g.icode >= 0 && g.icode < static_cast<int>(program_.icodes.size()))
+    os << " (" << program_.icodes[g.icode]->str() << ")";
+  if (g.instruction >= 0 && g.instruction < static_cast<int>(program_.instruction_node.size())) {
+    const int n = program_.instruction_node[g.instruction];
+    if (n >= 0) os << ", node '" << program_.nodes[n].name << "'";
+  }
+  if (g.site == 1 || g.site == 2)
+    os << "\n  global barrier " << g.barrier << ": value " << g.value << ", target " << g.target
+       << " (launch epoch " << g.epoch << ")";
+  else if (g.site == 3 || g.site == 4)
+    os << "\n  shared mbarrier " << g.barrier << ", parity " << g.value;
+  os << "\n  waited " << g.waited_ns / 1e6 << " ms";
+  return os.str();
+}
+
+void GpuKernel::check_watchdog() {
+  volatile Diag* v = diag_host_;
+  if (v->flag == 0) return;
+  Diag copy;
+  std::memcpy(&copy, const_cast<Diag*>(diag_host_), sizeof copy);
+  const std::string msg = diag_message(copy);
+  reset_state();
+  throw DeadlockError(msg);
+}
+
+void GpuKernel::run(const std::vector<uint64_t>& ptrs, uint64_t stream_int, const RunOptions& o) {
+  const Driver& d = driver();
+  ensure_context();
+  check_watchdog();  // an earlier launch's watchdog
+  if (ptrs.size() != program_.slots.size())
+    throw GpuError("megakittens: expected " + std::to_string(program_.slots.size()) + " slot pointers, got " +
+                   std::to_string(ptrs.size()));
+  CUstream stream = reinterpret_cast<CUstream>(stream_int);
+  const int cs = program_.cluster_size;
+  const int64_t n = static_cast<int64_t>(program_.instructions.size());
+
+  // Instruction tables, uploaded once (the plant_deadlock hook patches a copy).
+  if (o.plant_deadlock != planted_) {
+    if (table_sm_) d.cuMemFree(table_sm_);
+    if (table_global_) d.cuMemFree(table_global_);
+    table_sm_ = table_global_ = 0;
+    planted_ = o.plant_deadlock;
+  }
+  auto upload = [&](std::vector<int32_t> t, CUdeviceptr& dst, int64_t row_of_instr) {
+    if (planted_ >= 0 && planted_ < n) {
+      const Instruction& in = program_.instructions[planted_];
+      if (in.num_src_barriers() == 0)
+        throw GpuError("megakittens: plant_deadlock: instruction " + std::to_string(planted_) + " has no src barrier");
+      t[row_of_instr * 64 + 39] += 1 << 20;  // src_targets[0]
+    }
+    check(d.cuMemAlloc(&dst, std::max<size_t>(1, t.size()) * 4), "cuMemAlloc(table)");
+    if (!t.empty()) check(d.cuMemcpyHtoD(dst, t.data(), t.size() * 4), "cuMemcpyHtoD(table)");
+  };
+  int grid = grid_;
+  if (o.global_queue) {
+    if (!table_global_) upload(program_.table_global(), table_global_, planted_);
+  } else {
+    if (program_.profile.num_sms != grid_)
+      throw GpuError("megakittens: the per-SM table was scheduled for " + std::to_string(program_.profile.num_sms) +
+                     " SMs but " + std::to_string(grid_) +
+                     " CTAs are co-resident; schedule with num_sms = megakittens.gpu.num_ctas(cluster_size)");
+    if (!table_sm_) upload(program_.table_per_sm(), table_sm_, planted_);
+  }
+  if (params_ptrs_ != ptrs) build_params(ptrs);
+
+  // Epochs: launch e waits for counter >= e * target, so counters need no reset between launches.
+  if (static_cast<int64_t>(epoch_ + 1) * max_target_ >= INT_MAX - 1) {
+    check(d.cuMemsetD32Async(state_ + kStateHead * 4, 0, state_words_ - kStateHead, stream), "cuMemsetD32Async");
+    epoch_ = 0;
+  }
+  ++epoch_;
+  const uint32_t units = static_cast<uint32_t>(n / cs);
+  Common c{};
+  c.instructions = o.global_queue ? table_global_ : table_sm_;
+  c.barriers = state_ + kStateHead * 4;
+  c.queue = state_ + 4;
+  c.abort_flag = state_;
+  c.diag = diag_dev_;
+  c.timeout_ns = static_cast<uint64_t>(std::max(0.0, o.timeout_s) * 1e9);
+  c.epoch = epoch_;
+  c.num_instructions = static_cast<int32_t>(n);
+  c.waves = static_cast<int32_t>(program_.waves());
+  c.global_queue = o.global_queue ? 1 : 0;
+  c.num_ctas = grid;
+  c.queue_base = queue_launches_ * (units + static_cast<uint32_t>(grid / cs));
+  std::memcpy(params_.data(), &c, sizeof c);
+
+  CUlaunchAttribute attrs[3]{};
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attrs[0].value.cooperative = 1;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attrs[1].value.clusterDim.x = cs;
+  attrs[1].value.clusterDim.y = attrs[1].value.clusterDim.z = 1;
+  attrs[2].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attrs[2].value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = kThreads;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = kDynamicSmem;
+  cfg.hStream = stream;
+  cfg.attrs = attrs;
+  cfg.numAttrs = o.pdl ? 3 : 2;
+  // The driver copies the parameter's bytes at launch: params_ may change for the next one.
+  void* args[] = {params_.data()};
+  check(d.cuLaunchKernelEx(&cfg, func_, args, nullptr), "cuLaunchKernelEx(megakernel)");
+  if (o.global_queue) ++queue_launches_;
+  ++launches_;
+  if (o.sync) {
+    check(d.cuStreamSynchronize(stream), "megakernel execution");
+    check_watchdog();
+  }
+}
+
+}  // namespace mk::rt

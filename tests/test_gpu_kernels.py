@@ -1,0 +1,191 @@
+"""The persistent megakernel on the H200 (issue 3): every GPU IType against its eager oracle, both
+queue modes, cluster sizes 1 and 2, chained graphs, and a planted deadlock that must raise.
+
+The graph builders here are also used by tests/test_nvrtc.py (CPU: generated source compiles)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import megakittens.ops  # noqa: F401  (registers torch.ops.megakittens.*)
+from megakittens import _C, fx_export
+
+mkops = torch.ops.megakittens
+BF16 = torch.bfloat16
+
+
+# ---- test graphs: (name, fn, input shapes) --------------------------------------------------------
+
+def g_unary(x):
+    return mkops.elementwise_unary(x, "abs,log,neg")
+
+
+def g_relu(x):
+    return torch.relu(x)
+
+
+def g_add(a, b):
+    return torch.add(a, b, alpha=0.5)
+
+
+def g_binary_all(a, b):
+    y = torch.sub(a, b)
+    y = torch.mul(y, b)
+    y = torch.maximum(y, a)
+    y = torch.minimum(y, b)
+    return torch.div(y, torch.exp(b))
+
+
+def g_rms(x, w):
+    return mkops.rms_norm(x, w, 1e-5)
+
+
+def g_rms_noweight(x):
+    return mkops.rms_norm(x, None, 1e-2)
+
+
+def g_chain(x, y, w):
+    a = torch.relu(x)
+    b = a + y
+    c = mkops.rms_norm(b, w, 1e-6)
+    d = torch.mul(c, y)
+    return torch.sqrt(torch.abs(d))
+
+
+def g_mlp_like(x, b):  # views: b[i] of a (3, R, C) tensor
+    for i in range(3):
+        x = torch.relu(x + b[i])
+    return x
+
+
+CASES = {
+    "unary_1024": (g_unary, [(1024, 1024)]),
+    "relu_ragged": (g_relu, [(300, 520)]),
+    "relu_3d": (g_relu, [(3, 256, 384)]),
+    "add_1024": (g_add, [(1024, 1024), (1024, 1024)]),
+    "binary_all_ragged": (g_binary_all, [(200, 136), (200, 136)]),
+    "rms_2048": (g_rms, [(1024, 2048), (2048,)]),
+    "rms_4096_ragged": (g_rms, [(37, 4096), (4096,)]),
+    "rms_odd_cols": (g_rms_noweight, [(50, 100)]),
+    "chain": (g_chain, [(512, 1024), (512, 1024), (1024,)]),
+    "mlp_views": (g_mlp_like, [(1024, 1024), (3, 1024, 1024)]),
+}
+
+
+def inputs_for(shapes, device="cpu", seed=0):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return [torch.randn(s, generator=g, dtype=torch.float32).to(BF16).to(device) for s in shapes]
+
+
+def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test"):
+    """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs."""
+    gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
+    dag = _C.trace(fx_export.export_graph(gm, name))
+    return _C.schedule(dag, _C.Profile.by_name("h200", num_sms), cluster_size=cluster_size)
+
+
+# ---- GPU ------------------------------------------------------------------------------------------
+
+def _gpu_ok():
+    if not torch.cuda.is_available():
+        return False
+    from megakittens import gpu
+    return gpu.available()[0]
+
+
+gpu_mark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu_ok(), reason="needs a Hopper GPU and the GPU runtime")]
+
+
+def run_gpu(program, args, options):
+    """Allocate every slot (inputs = args, the rest poisoned with NaN), launch, return the outputs."""
+    from megakittens import gpu
+    slots = [None] * len(program.slots)
+    for k, s in enumerate(program.input_slots):
+        slots[s] = args[k].contiguous()
+    for s, meta in enumerate(program.slots):
+        if slots[s] is None:
+            slots[s] = torch.full(list(meta.shape), float("nan"), dtype=BF16, device="cuda")
+    gpu.run_program_gpu(program, slots, options=options)
+    torch.cuda.synchronize()
+    return [slots[s] for s in program.output_slots]
+
+
+def rel_err(out, ref):
+    out, ref = out.double(), ref.double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_itype_vs_eager(case, global_queue, cluster, pytestmark=None):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, shapes = CASES[case]
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=case)
+    for seed in (1, 2):  # fresh inputs each launch; the second launch exercises epoch-scaled barriers
+        args = inputs_for(shapes, "cuda", seed=seed)
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        ref = fn(*[a.float() for a in args]).to(BF16) if case != "rms_odd_cols" else fn(*args)
+        assert not torch.isnan(out).any() or torch.isnan(ref).any(), "unwritten or NaN output"
+        finite = torch.isfinite(ref.float())
+        err = rel_err(out.float()[finite], ref.float()[finite])
+        assert err <= 1e-2, f"{case}: relative error {err:.3e}"
+        assert torch.equal(torch.isnan(out), torch.isnan(ref)), "NaN pattern differs from eager"
+
+
+@pytest.mark.gpu
+def test_planted_deadlock_raises_and_context_survives():
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    import time
+    from megakittens import gpu
+    fn, shapes = CASES["chain"]
+    program = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name="deadlock")
+    victim = next(i for i in range(program.num_instructions) if program.instruction(i)["src_barriers"])
+    args = inputs_for(shapes, "cuda", seed=3)
+    t0 = time.time()
+    with pytest.raises(_C.DeadlockError) as e:
+        run_gpu(program, args, {"sync": True, "watchdog_s": 0.5, "plant_deadlock": victim})
+    assert time.time() - t0 < 10
+    msg = str(e.value)
+    assert "barrier" in msg and f"instruction {victim}" in msg, msg
+    # The context is usable and the next launch is correct.
+    (out,) = run_gpu(program, args, {"sync": True, "watchdog_s": 5.0})
+    ref = fn(*[a.float() for a in args]).to(BF16)
+    assert rel_err(out.float(), ref.float()) <= 1e-2
+    x = torch.ones(4, device="cuda") * 2
+    assert x.sum().item() == 8.0
+
+
+@pytest.mark.gpu
+def test_outputs_are_not_overwritten():
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, shapes = CASES["add_1024"]
+    program = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name="fresh")
+    a1, a2 = inputs_for(shapes, "cuda", seed=4), inputs_for(shapes, "cuda", seed=5)
+    (o1,) = run_gpu(program, a1, {"sync": True})
+    keep = o1.clone()
+    (o2,) = run_gpu(program, a2, {"sync": True})
+    assert torch.equal(o1, keep) and not torch.equal(o1, o2)
+
+
+@pytest.mark.gpu
+def test_jit_cache_hit(tmp_path, monkeypatch):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    monkeypatch.setenv("MEGAKITTENS_CACHE_DIR", str(tmp_path))
+    fn, shapes = CASES["relu_ragged"]
+    p1 = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name="cache")
+    k1 = gpu.kernel_for(p1)
+    p2 = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name="cache")
+    k2 = gpu.kernel_for(p2)
+    assert not k1.cache_hit and k2.cache_hit and k1.key == k2.key
+    assert any(f.endswith(".cubin") for f in os.listdir(tmp_path))
