@@ -1,0 +1,111 @@
+"""Shared helpers of the benchmark suites (DESIGN §9): timing with CUDA events (median), building
+Programs from small functions, and the machine-readable result rows."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import megakittens.ops  # noqa: F401
+from megakittens import _C, fx_export, gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def commit() -> str:
+    if os.environ.get("MK_COMMIT"):
+        return os.environ["MK_COMMIT"]
+    try:
+        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True).strip()
+    except Exception:
+        return "unknown"
+
+
+def env_info() -> dict:
+    info = gpu.device_info()
+    drv = info["driver_version"]
+    return {"device": info["name"], "driver": f"CUDA driver API {drv // 1000}.{drv % 1000 // 10}",
+            "date": datetime.date.today().isoformat(), "commit": commit(), "torch": torch.__version__}
+
+
+_FLUSH = None
+
+
+def flush_l2():
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    _FLUSH.zero_()
+
+
+def bench(fn, iters=50, warmup=5, flush=False) -> float:
+    """Median milliseconds of fn() over `iters` runs, CUDA events around each run."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        if flush:
+            flush_l2()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def program_for(fn, example_args, cluster_size=1, name="bench"):
+    fake = [a.detach().cpu() for a in example_args]
+    gm = make_fx(fn, tracing_mode="fake")(*fake)
+    dag = _C.trace(fx_export.export_graph(gm, name))
+    return _C.schedule(dag, _C.Profile.by_name("h200", gpu.num_ctas(cluster_size)), cluster_size=cluster_size)
+
+
+class MkRunner:
+    """Launches a Program over fixed slot buffers (inputs = args), as the dispatcher would."""
+
+    def __init__(self, program, args, options=None):
+        self.program = program
+        self.options = dict(options or {})
+        self.slots = [None] * len(program.slots)
+        for k, s in enumerate(program.input_slots):
+            self.slots[s] = args[k]
+        for s, m in enumerate(program.slots):
+            if self.slots[s] is None:
+                self.slots[s] = torch.empty(list(m.shape), dtype=torch.bfloat16, device="cuda")
+        self.kernel = gpu.kernel_for(program, self.options.get("use_jit_cache", True))
+
+    def __call__(self):
+        gpu.run_program_gpu(self.program, self.slots, options=self.options)
+
+    def outputs(self):
+        return [self.slots[s] for s in self.program.output_slots]
+
+
+def row(suite, case, metric, unit, mk, baselines: dict, env: dict, higher_is_better=True, **extra):
+    base = next(iter(baselines.values())) if baselines else None
+    ratio = None
+    if mk is not None and base:
+        ratio = (mk / base) if higher_is_better else (base / mk)
+    r = {"suite": suite, "case": case, "metric": metric, "unit": unit, "megakittens": mk, "baselines": baselines,
+         "ratio": ratio, "higher_is_better": higher_is_better, **env, **extra}
+    print(json.dumps(r), flush=True)
+    return r
+
+
+def write(suite, rows):
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{suite}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    out = os.environ.get("OUT")
+    if out:
+        Path(out, f"{suite}.json").write_text(json.dumps(rows, indent=1) + "\n")
