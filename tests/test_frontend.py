@@ -7,7 +7,7 @@ import torch
 
 import megakittens
 import megakittens.backend as mk_backend
-from common import BF16, mlp, mlp_inputs, randn, rel_err
+from common import mlp, mlp_inputs, randn, rel_err
 
 
 def relu_add(a, b):
