@@ -11,14 +11,6 @@ namespace mk {
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << "]";
-  return os.str();
-}
-
 // One instruction's place in the node: (b, h), cluster tile qt (ascending, or descending when causal
 // so the longest rows start first), rank.
 struct AttnTile {

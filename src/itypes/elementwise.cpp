@@ -10,34 +10,10 @@ namespace mk {
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << "]";
-  return os.str();
-}
-
 std::string join(const std::vector<std::string>& v, const char* sep = ",") {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
   return out;
-}
-
-// Indices address a tile as origin + (rows, cols) on the backing's last two dims, so a view's rows
-// and cols (when wider than 1) must run along those dims, not along a selected/strided one.
-void require_tile_view(const NodeInfo& n, const char* what, const Operand& op) {
-  const Coord4 v = op.padded();
-  for (int k = 2; k < 4; ++k)
-    if (v[k] > 1 && op.range.view_dim[k] != k)
-      fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(),
-           " must keep its last two dims on the backing tensor's last two dims, got view dim ", k,
-           " on backing dim ", int(op.range.view_dim[k]));
-}
-
-void require_outputs(const NodeInfo& n, size_t k) {
-  if (n.outputs.size() != k)
-    fail("node '", n.name, "' (", n.target, "): expects ", k, " outputs, got ", n.outputs.size());
 }
 
 // The tile's box in view/output coordinates.
@@ -46,10 +22,6 @@ Box tile_box(const EwTile& t) {
   b.lo = t.origin;
   b.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, t.origin[3] + t.cols};
   return b;
-}
-
-void push_origin(std::vector<int32_t>& idx, const Coord4& c) {
-  for (auto v : c) idx.push_back(static_cast<int32_t>(v));
 }
 
 }  // namespace

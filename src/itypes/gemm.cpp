@@ -9,24 +9,6 @@ namespace mk {
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << "]";
-  return os.str();
-}
-
-// Indices address panels as origin + extents on the backing's last two dims (see elementwise.cpp).
-void require_tile_view(const NodeInfo& n, const char* what, const Operand& op) {
-  const Coord4 v = op.padded();
-  for (int k = 2; k < 4; ++k)
-    if (v[k] > 1 && op.range.view_dim[k] != k)
-      fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(),
-           " must keep its last two dims on the backing tensor's last two dims, got view dim ", k,
-           " on backing dim ", int(op.range.view_dim[k]));
-}
-
 // TMA needs every row of the backing tensor to start 16-byte aligned.
 void require_tma_rows(const NodeInfo& n, const char* what, const char* dim, int64_t row_elems) {
   if (row_elems * 2 % 16 != 0)
@@ -59,10 +41,6 @@ GemmTile gemm_tile(const Coord4& ds, int64_t MT, int64_t NT, int64_t G, int64_t 
 
 Box rows_box(int64_t b, int64_t d, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   return {{b, d, r0, c0}, {b + 1, d + 1, r1, c1}};
-}
-
-void push_origin(std::vector<int32_t>& idx, const Coord4& c) {
-  for (auto v : c) idx.push_back(static_cast<int32_t>(v));
 }
 
 }  // namespace

@@ -47,4 +47,28 @@ void require_inputs(const NodeInfo& n, size_t k) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+void require_tile_view(const NodeInfo& n, const char* what, const Operand& op) {
+  const Coord4 v = op.padded();
+  for (int k = 2; k < 4; ++k)
+    if (v[k] > 1 && op.range.view_dim[k] != k)
+      fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(),
+           " must keep its last two dims on the backing tensor's last two dims, got view dim ", k,
+           " on backing dim ", int(op.range.view_dim[k]));
+}
+
+void require_outputs(const NodeInfo& n, size_t k) {
+  if (n.outputs.size() != k)
+    fail("node '", n.name, "' (", n.target, "): expects ", k, " outputs, got ", n.outputs.size());
+}
+
+void push_origin(std::vector<int32_t>& idx, const Coord4& c) {
+  for (auto v : c) idx.push_back(static_cast<int32_t>(v));
+}
+
 }  // namespace mk

@@ -82,7 +82,13 @@ class Noop final : public IType {
   void execute(const Instruction&, ExecContext&) const override {}
 };
 
-// Helpers shared by the ITypes' validate().
+// Helpers shared by the ITypes' validate() and instruction().
+std::string shape_str(const std::vector<int64_t>&);  // "[1024, 1024]"
+// Indices address a tile as origin + extents on the backing tensor's last two dims, so a view's rows
+// and cols (when wider than 1) must run along those dims, not along a selected one (x[:, i]).
+void require_tile_view(const NodeInfo&, const char* what, const Operand&);
+void require_outputs(const NodeInfo&, size_t n);
+void push_origin(std::vector<int32_t>& indices, const Coord4& origin);
 void require_rank(const NodeInfo&, const char* what, const std::vector<int64_t>& shape, int lo, int hi);
 void require_dtype(const NodeInfo&, const char* what, DType got, DType want);
 void require_inputs(const NodeInfo&, size_t n);

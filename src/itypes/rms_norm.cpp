@@ -10,24 +10,6 @@ namespace mk {
 
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << "]";
-  return os.str();
-}
-
-// Indices address rows as origin + (rows, C) on the backing's last two dims (see elementwise.cpp).
-void require_tile_view(const NodeInfo& n, const char* what, const Operand& op) {
-  const Coord4 v = op.padded();
-  for (int k = 2; k < 4; ++k)
-    if (v[k] > 1 && op.range.view_dim[k] != k)
-      fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(),
-           " must keep its last two dims on the backing tensor's last two dims, got view dim ", k,
-           " on backing dim ", int(op.range.view_dim[k]));
-}
-
 struct RowTile {
   Coord4 origin;  // view point (b, d, r0, 0)
   int64_t rows;
@@ -37,10 +19,6 @@ RowTile row_tile(const Coord4& s, int64_t n, int64_t i) {
   const int64_t nr = ceil_div(s[2], n);
   const int64_t rt = i % nr, d = (i / nr) % s[1], b = i / (nr * s[1]);
   return {{b, d, rt * n, 0}, std::min(n, s[2] - rt * n)};
-}
-
-void push_origin(std::vector<int32_t>& idx, const Coord4& c) {
-  for (auto v : c) idx.push_back(static_cast<int32_t>(v));
 }
 
 }  // namespace
