@@ -7,14 +7,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace mk::rt {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// Whole-file read/write with stdio (no iostreams, see codegen.cpp).
+bool read_file(const fs::path& p, std::string& out) {
+  FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) return false;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return true;
+}
+
+bool write_file(const fs::path& p, const char* data, size_t n) {
+  FILE* f = std::fopen(p.c_str(), "wb");
+  if (!f) return false;
+  const bool ok = std::fwrite(data, 1, n, f) == n;
+  return (std::fclose(f) == 0) && ok;
+}
 
 constexpr uint32_t kK[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -68,11 +84,9 @@ std::string tree_digest_input(const std::string& dir) {
   std::sort(files.begin(), files.end());
   std::string out;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string rel = fs::relative(f, dir).string();
-    out += rel + '\0' + std::to_string(ss.str().size()) + '\0' + ss.str();
+    std::string content;
+    read_file(f, content);
+    out += fs::relative(f, dir).string() + '\0' + std::to_string(content.size()) + '\0' + content;
   }
   return out;
 }
@@ -85,11 +99,9 @@ std::string default_cache_dir() {
 }
 
 std::optional<std::vector<char>> cache_load(const std::string& dir, const std::string& key) {
-  std::ifstream in(fs::path(dir) / (key + ".cubin"), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.empty()) return std::nullopt;
-  return data;
+  std::string s;
+  if (!read_file(fs::path(dir) / (key + ".cubin"), s) || s.empty()) return std::nullopt;
+  return std::vector<char>(s.begin(), s.end());
 }
 
 void cache_store(const std::string& dir, const std::string& key, const std::vector<char>& cubin,
@@ -100,11 +112,9 @@ void cache_store(const std::string& dir, const std::string& key, const std::vect
   auto write_atomic = [&](const std::string& name, const char* data, size_t n) {
     const fs::path final_path = fs::path(dir) / name;
     const fs::path tmp = fs::path(dir) / (name + ".tmp." + std::to_string(getpid()));
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      if (!out) return;
-      out.write(data, static_cast<std::streamsize>(n));
-      if (!out) return;
+    if (!write_file(tmp, data, n)) {
+      fs::remove(tmp, ec);
+      return;
     }
     fs::rename(tmp, final_path, ec);
     if (ec) fs::remove(tmp, ec);

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 #include "ir/error.h"
 #include "runtime/cache.h"
@@ -43,6 +44,15 @@ const char* kSiteNames[] = {"?", "input barrier", "reuse barrier", "pipeline mba
 const char* kProbePtx =
     ".version 8.0\n.target sm_90a\n.address_size 64\n"
     ".visible .entry mk_probe() .maxntid 384, 1, 1 .minnctapersm 1 { ret; }\n";
+
+// MEGAKITTENS_DEBUG=1: trace the JIT and launch steps on stderr.
+void trace(const char* step) {
+  static const bool on = [] {
+    const char* e = std::getenv("MEGAKITTENS_DEBUG");
+    return e && *e && *e != '0';
+  }();
+  if (on) std::fprintf(stderr, "[megakittens] %s\n", step), std::fflush(stderr);
+}
 
 bool is_elementwise(const IType& it) {
   return it.name() == "ElementwiseUnary" || it.name() == "ElementwiseBinary";
@@ -124,7 +134,9 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
                    " tensor slots exceed the 32,764-byte kernel parameter (at most 203 slots for now)");
 
   // JIT with the disk cache.
+  trace("generate source");
   source_ = generate_source(program_);
+  trace("nvrtc load");
   const auto flags = jit_flags(options);
   const Nvrtc& nv = nvrtc(options.nvrtc_paths);
   std::string key_input = "megakittens-jit-v1\n" + source_ + '\0' + tree_digest_input(options.kernels_dir) + '\0';
@@ -132,6 +144,7 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
     if (f.rfind("-I", 0) != 0) key_input += f + '\0';  // include paths name places, not content
   key_input += "nvrtc " + std::to_string(nv.major) + "." + std::to_string(nv.minor);
   key_ = sha256_hex(key_input);
+  trace("cache key");
   const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   std::vector<char> cubin;
   const auto t0 = std::chrono::steady_clock::now();
@@ -142,7 +155,9 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
     }
   }
   if (!cache_hit_) {
+    trace("nvrtc compile");
     CompileResult r = nvrtc_compile(options.nvrtc_paths, source_, flags);
+    trace("nvrtc done");
     log_ = r.log;
     cubin = std::move(r.cubin);
     if (options.use_cache) {
@@ -151,11 +166,14 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
       cache_store(dir, key_, cubin, meta);
     }
   }
+  trace("module load");
   check(d.cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData(megakernel)");
   compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   check(d.cuModuleGetFunction(&func_, module_, "megakittens_kernel"), "cuModuleGetFunction");
   d.cuFuncGetAttribute(&num_regs_, CU_FUNC_ATTRIBUTE_NUM_REGS, func_);
+  trace("occupancy");
   grid_ = occupancy_ctas(func_, program_.cluster_size);
+  trace("state");
   if (grid_ <= 0) throw GpuError("megakittens: the megakernel cannot be resident (occupancy 0)");
 
   // Device state, zeroed once; later launches use epoch-scaled targets instead of a memset.
@@ -170,6 +188,7 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
   std::memset(diag_host_, 0, sizeof(Diag));
   check(d.cuMemHostGetDevicePointer(&diag_dev_, host, 0), "cuMemHostGetDevicePointer(diag)");
 
+  trace("kernel ready");
   needs_map_.assign(nslots, false);
   for (const auto& n : program_.nodes)
     if (is_elementwise(*n.itype)) {
@@ -234,28 +253,25 @@ void GpuKernel::reset_state() {
 }
 
 std::string GpuKernel::diag_message(const Diag& g) const {
-  std::ostringstream os;
+  using std::to_string;
   const int site = (g.site >= 1 && g.site <= 5) ? g.site : 0;
-  os << "megakittens watchdog: the megakernel for '" << program_.name << "' stopped making progress ("
-     << kSiteNames[site] << ")";
-  if (g.site == 5) {
-    os << ": unknown icode " << g.value << " (program has " << g.target << ")";
-  }
-  os << "\n  SM " << g.sm << ", CTA " << g.cta << ", warp " << g.warp << " lane " << g.lane << "\n  instruction "
-     << g.instruction << ", icode " << g.icode;
-  if (g.icode >= 0 && g.icode < static_cast<int>(program_.icodes.size()))
-    os << " (" << program_.icodes[g.icode]->str() << ")";
+  std::string m = "megakittens watchdog: the megakernel for '" + program_.name + "' stopped making progress (" +
+                  kSiteNames[site] + ")";
+  if (g.site == 5) m += ": unknown icode " + to_string(g.value) + " (program has " + to_string(g.target) + ")";
+  m += "\n  SM " + to_string(g.sm) + ", CTA " + to_string(g.cta) + ", warp " + to_string(g.warp) + " lane " +
+       to_string(g.lane) + "\n  instruction " + to_string(g.instruction) + ", icode " + to_string(g.icode);
+  if (g.icode >= 0 && g.icode < static_cast<int>(program_.icodes.size())) m += " (" + program_.icodes[g.icode]->str() + ")";
   if (g.instruction >= 0 && g.instruction < static_cast<int>(program_.instruction_node.size())) {
     const int n = program_.instruction_node[g.instruction];
-    if (n >= 0) os << ", node '" << program_.nodes[n].name << "'";
+    if (n >= 0) m += ", node '" + program_.nodes[n].name + "'";
   }
   if (g.site == 1 || g.site == 2)
-    os << "\n  global barrier " << g.barrier << ": value " << g.value << ", target " << g.target
-       << " (launch epoch " << g.epoch << ")";
+    m += "\n  global barrier " + to_string(g.barrier) + ": value " + to_string(g.value) + ", target " +
+         to_string(g.target) + " (launch epoch " + to_string(g.epoch) + ")";
   else if (g.site == 3 || g.site == 4)
-    os << "\n  shared mbarrier " << g.barrier << ", parity " << g.value;
-  os << "\n  waited " << g.waited_ns / 1e6 << " ms";
-  return os.str();
+    m += "\n  shared mbarrier " + to_string(g.barrier) + ", parity " + to_string(g.value);
+  m += "\n  waited " + to_string(g.waited_ns / 1000000) + " ms";
+  return m;
 }
 
 void GpuKernel::check_watchdog() {
@@ -306,6 +322,7 @@ void GpuKernel::run(const std::vector<uint64_t>& ptrs, uint64_t stream_int, cons
                      " CTAs are co-resident; schedule with num_sms = megakittens.gpu.num_ctas(cluster_size)");
     if (!table_sm_) upload(program_.table_per_sm(), table_sm_, planted_);
   }
+  trace("params");
   if (params_ptrs_ != ptrs) build_params(ptrs);
 
   // Epochs: launch e waits for counter >= e * target, so counters need no reset between launches.
@@ -349,6 +366,7 @@ void GpuKernel::run(const std::vector<uint64_t>& ptrs, uint64_t stream_int, cons
   cfg.numAttrs = o.pdl ? 3 : 2;
   // The driver copies the parameter's bytes at launch: params_ may change for the next one.
   void* args[] = {params_.data()};
+  trace("launch");
   check(d.cuLaunchKernelEx(&cfg, func_, args, nullptr), "cuLaunchKernelEx(megakernel)");
   if (o.global_queue) ++queue_launches_;
   ++launches_;
