@@ -12,7 +12,7 @@ timeout ${TEST_TIMEOUT:-300} python3 -m pytest -x -q -m gpu tests/test_gpu_kerne
 echo "tests rc=$? ($(( $(date +%s) - t0 )) s)"; tail -5 "$OUT/tests.log"
 if [ "${SANITIZE:-1}" = 1 ]; then
   for tool in memcheck racecheck synccheck; do
-    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 python3 benchmarks/sanitize.py > "$OUT/sanitize_$tool.log" 2>&1
+    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 python3 benchmarks/sanitize.py > "$OUT/sanitize_$tool.log" 2>&1
     echo "sanitizer $tool rc=$? $(grep -c '^ok' $OUT/sanitize_$tool.log) cases; $(grep -m1 'ERROR SUMMARY' $OUT/sanitize_$tool.log)"
   done
 fi
