@@ -9,11 +9,18 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 timeout ${TEST_TIMEOUT:-300} python3 -m pytest -x -q -m gpu tests/test_gpu_kernels.py ${PYTEST_ARGS:-} > "$OUT/tests.log" 2>&1
-echo "tests rc=$? ($(( $(date +%s) - t0 )) s)"; tail -5 "$OUT/tests.log"
+rc=$?; echo "tests rc=$rc ($(( $(date +%s) - t0 )) s)"; grep -E "passed|failed" "$OUT/tests.log" | tail -3
+if [ $rc != 0 ] && [ -n "${FALLBACK_KERNELS:-}" ]; then
+  grep -E "^(FAILED|E )" "$OUT/tests.log" | head -15
+  export MEGAKITTENS_KERNELS_DIR=$FALLBACK_KERNELS; echo "falling back to $FALLBACK_KERNELS"
+  timeout 200 python3 -m pytest -x -q -m gpu tests/test_gpu_kernels.py > "$OUT/tests_fallback.log" 2>&1
+  echo "fallback tests rc=$?"; grep -E "passed|failed" "$OUT/tests_fallback.log" | tail -2
+fi
 if [ "${SANITIZE:-1}" = 1 ]; then
   for tool in memcheck racecheck synccheck; do
     timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 python3 benchmarks/sanitize.py > "$OUT/sanitize_$tool.log" 2>&1
     echo "sanitizer $tool rc=$? $(grep -c '^ok' $OUT/sanitize_$tool.log) cases; $(grep -m1 'ERROR SUMMARY' $OUT/sanitize_$tool.log)"
+    grep -E "Race reported|Hazard|Error|Warning" "$OUT/sanitize_$tool.log" | sed 's/0x[0-9a-f]*/0x?/g' | sort | uniq -c | sort -rn | head -6
   done
 fi
 timeout ${BENCH_TIMEOUT:-240} python3 benchmarks/run.py $SUITES > "$OUT/bench.log" 2>&1
@@ -28,3 +35,4 @@ for f in sorted(glob.glob("benchmarks/results/*.json")):
         print(f"{r['case'][:58]:58s} {r['unit']:7s} mk={mk if mk is None else round(mk,1)} {b} ratio={r['ratio'] and round(r['ratio'],2)}")
 PY
 grep -E "FAILED|Error|error" "$OUT/bench.log" | head -5
+cd "$OUT" && tar czf logs.tgz *.log && rm -f *.log

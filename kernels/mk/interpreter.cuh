@@ -125,11 +125,12 @@ __device__ void worker(Ctx& c) {
     c.iter = iter;
     if (!wait(c, &sh.inst_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 10 + s)) break;
     if (c.st->index < 0) break;
+    c.finished_early = false;
     RunRoleFn<Role> f{&c};
     V::visit(c.icode(), f);
     if (c.aborted) break;
     __syncwarp();
-    if (c.lane == 0) arrive(&sh.inst_finished[s]);
+    if (c.lane == 0 && !c.finished_early) arrive(&sh.inst_finished[s]);
   }
 }
 
@@ -162,7 +163,7 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
   }
   ptx::griddep_wait();  // PDL: the previous grid's writes (barriers, outputs) are complete
 
-  Ctx c{&g, &sh, &sh.stages[0], pages, 0, warp, lane, false};
+  Ctx c{&g, &sh, &sh.stages[0], pages, 0, warp, lane, false, false};
   if (warp < kConsumerWarps) worker<V, ConsumerRole>(c);
   else if (warp == kControllerWarp) controller<V>(c);
   else if (warp == kLoaderWarp) worker<V, LoaderRole>(c);

@@ -116,6 +116,7 @@ struct Ctx {
   int iter;                // per-CTA instruction count (page parities)
   int warp, lane;
   bool aborted;
+  bool finished_early;     // the storer handed the stage back before its stores completed
 
   __device__ const i32* inst() const { return st->inst; }
   __device__ int icode() const { return st->inst[kWIcode]; }
@@ -138,6 +139,9 @@ struct Watch {
   u64 start = 0;
   u32 spins = 0;
 };
+// try_wait returns as soon as the phase completes; the watchdog (a global load and a timer read)
+// runs only every 64 spins so that it stays off the hand-off latency.
+constexpr u32 kWatchEvery = 63;
 
 __device__ __forceinline__ bool abort_raised(const Ctx& c) {
   return ptx::ld_volatile(c.g->c.abort_flag) != 0;
@@ -192,7 +196,10 @@ __device__ __forceinline__ bool wait(Ctx& c, u64* bar, u32 parity, int site = 3,
   if (c.lane == 0 && !cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
     Watch w;
     while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
-      if (!watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) { ok = false; break; }
+      if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) {
+        ok = false;
+        break;
+      }
   }
   if (!warp_ok(c, ok)) return false;
   if (c.lane != 0) while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {}
@@ -204,7 +211,7 @@ __device__ __forceinline__ bool wait_lane(Ctx& c, u64* bar, u32 parity, int site
   if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
   Watch w;
   while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
-    if (!watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) return false;
+    if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) return false;
   return true;
 }
 
@@ -213,7 +220,10 @@ __device__ __forceinline__ bool wait_cluster(Ctx& c, u64* bar, u32 parity, int s
   if (c.lane == 0) {
     Watch w;
     while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity))
-      if (!watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) { ok = false; break; }
+      if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) {
+        ok = false;
+        break;
+      }
   }
   if (!warp_ok(c, ok)) return false;
   if (c.lane != 0)
@@ -237,11 +247,11 @@ __device__ __forceinline__ bool wait_global(Ctx& c, int first, int n, int site) 
       int v = ptx::ld_acquire_gpu(p);
       if (v >= target) continue;
       Watch w;
-      u32 backoff = 32;
+      u32 backoff = 16;
       while ((v = ptx::ld_acquire_gpu(p)) < target) {
-        if (!watchdog_ok(c, w, site, id, v, target)) { ok = false; break; }
+        if ((++w.spins & 15) == 0 && !watchdog_ok(c, w, site, id, v, target)) { ok = false; break; }
         ptx::nanosleep(backoff);
-        if (backoff < 1024) backoff *= 2;
+        if (backoff < 256) backoff *= 2;
       }
     }
     // Writes by other SMs' TMA stores (async proxy) must be visible to our TMA loads.
@@ -254,14 +264,23 @@ __device__ __forceinline__ bool wait_reuse(Ctx& c) {
   return wait_global(c, c.num_src_input(), c.num_src_reuse(), 2);
 }
 
-// Lane 0, after this warp's stores completed (cp.async.bulk.wait_group 0 / generic stores + fence):
-// make them visible to the async proxy of other SMs, then release-add every dst barrier.
-__device__ __forceinline__ void arrive_dst(Ctx& c) {
+// Storer, whole warp, once this instruction no longer reads shared memory (its pages are finished):
+// hand the stage back to the controller at once (so the next instructions' loads can start), then
+// wait until this lane's bulk stores have completed, make them visible to other SMs' async proxy,
+// and release-add every dst barrier (seed §11: wait_group 0 -> fence.proxy.async.global -> release).
+// Generic stores must be followed by __threadfence() before this call.
+__device__ __forceinline__ void store_done(Ctx& c) {
+  const int n = c.num_dst();
+  const int mine = c.lane < n ? c.inst()[kWDstBarriers + c.lane] : 0;
+  __syncwarp();
+  if (c.lane == 0) arrive(&c.sh->inst_finished[c.iter & 1]);
+  c.finished_early = true;
+  cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
   cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
   __syncwarp();
-  if (c.lane == 0) {
-    const int n = c.num_dst();
-    for (int k = 0; k < n; ++k) ptx::red_release_gpu_add(c.g->c.barriers + c.inst()[kWDstBarriers + k], 1);
+  for (int k = 0; k < n; ++k) {
+    const int id = __shfl_sync(0xffffffffu, mine, k);
+    if (c.lane == 0) ptx::red_release_gpu_add(c.g->c.barriers + id, 1);
   }
   __syncwarp();
 }

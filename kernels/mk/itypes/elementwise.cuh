@@ -165,8 +165,7 @@ struct Elementwise {
     __syncwarp();
     if (c.lane == 0)
       for (int lid = 0; lid < kUsedPages; ++lid) page_finish(c, lid);
-    if (c.lane == 0) cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
-    arrive_dst(c);
+    store_done(c);
   }
 };
 
