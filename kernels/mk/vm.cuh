@@ -186,6 +186,7 @@ __device__ __noinline__ bool watchdog_ok(Ctx& c, Watch& w, int site, int barrier
 // Warp-uniform wait for the phase of `bar` with parity `parity`: lane 0 spins under the watchdog,
 // then every lane observes the completed phase itself (acquire). False on abort.
 __device__ __forceinline__ bool warp_ok(Ctx& c, bool ok) {
+  __syncwarp();  // orders lane 0's acquire before the other lanes' later accesses
   ok = __shfl_sync(0xffffffffu, ok ? 1 : 0, 0) != 0;
   if (!ok) c.aborted = true;
   return ok;
