@@ -5,6 +5,17 @@
 
 namespace mk {
 
+// The device contract of an IType (STYLE practice 2): checked once per icode with a sentence.
+template <class Op>
+concept DeviceIType = requires(Ctx& c, int i, const i32* inst) {
+  Op::num_semaphores;
+  Op::semaphore_count(i);
+  Op::lid_release_order(i, inst);
+  Op::load(c);
+  Op::compute(c);
+  Op::store(c);
+};
+
 // Visitors for V::visit (functors: NVRTC treats unannotated lambdas as host code).
 struct ReleaseOrderFn {
   int query;
@@ -17,6 +28,9 @@ struct InitSemaphoresFn {
   int lane;
   int n;
   template <class Op> __device__ __forceinline__ void operator()() {
+    static_assert(DeviceIType<Op>, "a device IType (kernels/mk/itypes/) must provide num_semaphores, "
+                                   "semaphore_count(i), lid_release_order(q, inst), load(c), compute(c), store(c)");
+    static_assert(Op::num_semaphores <= kMaxSemaphores, "an instruction may use at most 32 semaphores");
     n = Op::num_semaphores;
     if (lane < n) cuda::ptx::mbarrier_init(&st->sems[lane], Op::semaphore_count(lane));
   }
