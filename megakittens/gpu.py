@@ -22,7 +22,7 @@ import torch
 
 from megakittens import _C
 
-__all__ = ["available", "num_ctas", "kernel_for", "run_program_gpu", "check", "device_info",
+__all__ = ["available", "num_ctas", "kernel_for", "allocate_slots", "run_program_gpu", "check", "device_info",
            "kernels_dir", "cuda_include_dir", "nvrtc_candidates"]
 
 _KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
@@ -126,6 +126,21 @@ def kernel_for(program: Any, use_jit_cache: bool = True) -> Any:
         ref = (lambda p: (lambda: p))(program)
     _KERNELS_BY_ID[key] = (ref, k)
     return k
+
+
+_TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
+                 "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
+
+
+def allocate_slots(program: Any, given: dict, device: Any = "cuda") -> list:
+    """One tensor per program slot: ``given[slot]`` where present (contiguous CUDA tensors: inputs,
+    attributes, private copies of in-place inputs), a fresh ``torch.empty`` for every other slot, so a
+    tensor returned by one call is never overwritten by the next."""
+    out = []
+    for s, meta in enumerate(program.slots):
+        t = given.get(s)
+        out.append(t if t is not None else torch.empty(list(meta.shape), dtype=_TORCH_DTYPES[meta.dtype], device=device))
+    return out
 
 
 def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: Optional[int] = None,
