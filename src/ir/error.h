@@ -1,6 +1,6 @@
 // Error types raised by the core; the bindings map each to a Python exception of the same name.
 #pragma once
-#include <sstream>
+#include "ir/strings.h"
 #include <stdexcept>
 #include <string>
 
@@ -23,7 +23,7 @@ struct RaceError : std::runtime_error {
 // Builds a message from streamable parts: fail<CompileError>("node ", name, ": ...").
 template <class E = CompileError, class... Parts>
 [[noreturn]] void fail(const Parts&... parts) {
-  std::ostringstream os;
+  StrBuf os;
   (os << ... << parts);
   throw E(os.str());
 }

@@ -1,11 +1,11 @@
 #include "ir/fx.h"
 
-#include <sstream>
+#include "ir/strings.h"
 
 namespace mk {
 
 std::string FxArg::str() const {
-  std::ostringstream os;
+  StrBuf os;
   switch (kind) {
     case Kind::None: os << "None"; break;
     case Kind::Node: os << "%" << i; break;

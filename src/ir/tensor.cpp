@@ -1,7 +1,7 @@
 #include "ir/tensor.h"
 
 #include <algorithm>
-#include <sstream>
+#include "ir/strings.h"
 
 #include "ir/error.h"
 
@@ -40,7 +40,7 @@ int64_t TensorMeta::numel() const {
   return n;
 }
 std::string TensorMeta::str() const {
-  std::ostringstream os;
+  StrBuf os;
   os << dtype_name(dtype) << "[";
   for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
   os << "]@" << device;
@@ -63,7 +63,7 @@ bool Box::contains(const Box& o) const {
   return true;
 }
 std::string Box::str() const {
-  std::ostringstream os;
+  StrBuf os;
   os << "(";
   for (int d = 0; d < 4; ++d) os << (d ? "," : "") << "(" << lo[d] << "," << hi[d] << ")";
   os << ")";
@@ -159,7 +159,7 @@ TensorRange TensorRange::slice(int64_t dim, int64_t start, int64_t end) const {
 }
 
 std::string TensorRange::str() const {
-  std::ostringstream os;
+  StrBuf os;
   os << box.str() << " view[";
   for (size_t i = 0; i < view_shape.size(); ++i) os << (i ? "," : "") << view_shape[i];
   os << "]";

@@ -1,7 +1,6 @@
 #include "itypes/gemm.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "ir/error.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <random>
-#include <sstream>
+#include "ir/strings.h"
 #include <stdexcept>
 
 #include "ir/error.h"
@@ -119,7 +119,7 @@ class Simulator {
   }
 
   [[noreturn]] void deadlock() const {
-    std::ostringstream os;
+    StrBuf os;
     os << "deadlock: " << (N_ - executed_) << " of " << N_ << " instructions left and no SM can move ("
        << (o_.global_work_queue ? "global work queue" : "per-SM") << " mode, " << S_ << " SMs, seed " << o_.seed
        << "); stuck:";

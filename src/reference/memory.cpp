@@ -3,7 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <sstream>
+#include "ir/strings.h"
 #include <stdexcept>
 
 #include "ir/error.h"
@@ -119,7 +119,7 @@ const TensorMeta& SlotMemory::meta(int slot) const {
 }
 
 std::string SlotMemory::where() const {
-  std::ostringstream os;
+  StrBuf os;
   os << "instruction " << instruction_index << " (node '" << (node_ ? node_->name : "<padding>") << "', "
      << (inst_ ? p_.icodes[inst_->icode]->str() : "?") << ")";
   return os.str();

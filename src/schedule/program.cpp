@@ -1,6 +1,6 @@
 // Packed tables (seed §07) and the save_schedule text of a Program.
 #include <cstring>
-#include <sstream>
+#include "ir/strings.h"
 
 #include "schedule/program.h"
 
@@ -25,7 +25,7 @@ std::vector<int32_t> Program::table_global() const {
 }
 
 std::string format_schedule(const Program& p) {
-  std::ostringstream os;
+  StrBuf os;
   os << "# " << p.name << ": " << p.instructions.size() << " instructions, " << p.barriers.size() << " barriers, "
      << p.slots.size() << " tensor slots, " << p.icodes.size() << " icodes; profile " << p.profile.name << " ("
      << p.profile.num_sms << " SMs), cluster " << p.cluster_size << "\n";

@@ -1,6 +1,6 @@
 #include "trace/op_call.h"
 
-#include <sstream>
+#include "ir/strings.h"
 
 namespace mk {
 
@@ -14,10 +14,7 @@ OpCall::OpCall(const FxGraph& g, const FxNode& n, std::string target, const std:
     : graph_(&g), node_(&n), target_(std::move(target)), functionalized_(n.target == kAutoFunc) {
   size_t positional = 0;
   bool kw_only = false;
-  std::istringstream is(schema);
-  for (std::string tok; std::getline(is, tok, ',');) {
-    tok.erase(0, tok.find_first_not_of(' '));
-    tok.erase(tok.find_last_not_of(' ') + 1);
+  for (const std::string& tok : split_trimmed(schema, ',')) {
     if (tok.empty()) continue;
     if (tok == "*") {
       kw_only = true;
@@ -74,7 +71,7 @@ OpCall::OpCall(const FxGraph& g, const FxNode& n, std::string target, const std:
 }
 
 std::string OpCall::where() const {
-  std::ostringstream os;
+  StrBuf os;
   os << "node '" << node_->name << "' (";
   if (functionalized_) os << kAutoFunc << "(" << target_ << "))";
   else os << target_ << ")";

@@ -1,9 +1,10 @@
 // The resolver registry: one entry per aten overload / custom op, keyed by str(OpOverload).
 #include "trace/resolvers.h"
 
+#include "ir/strings.h"
+
 #include <cmath>
 #include <map>
-#include <sstream>
 
 #include "itypes/attention.h"
 #include "itypes/elementwise.h"
@@ -71,15 +72,10 @@ Resolution sdpa(const OpCall& c, const char* mask) {
 }
 
 std::vector<std::string> split_ops(const OpCall& c, const std::string& s) {
-  std::vector<std::string> ops;
-  std::istringstream is(s);
-  for (std::string op; std::getline(is, op, ',');) {
-    op.erase(0, op.find_first_not_of(' '));
-    op.erase(op.find_last_not_of(' ') + 1);
+  if (s.find_first_not_of(' ') == std::string::npos) c.fail("ops must name at least one op, got ops='", s, "'");
+  const std::vector<std::string> ops = split_trimmed(s, ',');
+  for (const std::string& op : ops)
     if (op.empty()) c.fail("empty op in ops='", s, "'");
-    ops.push_back(op);
-  }
-  if (ops.empty()) c.fail("ops must name at least one op, got ops='", s, "'");
   return ops;
 }
 
