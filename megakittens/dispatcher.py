@@ -1,7 +1,8 @@
 """Run a scheduled Program on the AOTAutograd runtime arguments (seed §07).
 
-CPU path: every slot is a contiguous host tensor and ``_C.interpret`` executes the instruction stream on
-them. CUDA tensors go through the same path (copied to the host and back) until the GPU runtime lands.
+CUDA tensors run on the persistent megakernel (``megakittens.gpu``) when the GPU runtime can run every
+instruction type of the graph; otherwise, and for CPU tensors, every slot is a contiguous host tensor
+and ``_C.interpret`` (the CPU reference interpreter) executes the instruction stream on them.
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def _describe(dtype: str, shape) -> str:
 
 
 @functools.cache
-def _warn_no_gpu_runtime() -> None:
-    warnings.warn("megakittens: GPU runtime not available yet, running the CPU reference interpreter",
+def _warn_no_gpu_runtime(reason: str) -> None:
+    warnings.warn(f"megakittens: {reason}; running the CPU reference interpreter instead",
                   RuntimeWarning, stacklevel=3)
 
 
@@ -62,6 +63,24 @@ class Dispatcher:
         # so the caller's tensor is never written.
         written = {s for n in program.nodes for s in n.dst_slots}
         self._copy_inputs = written & set(self.input_slots)
+        # (argument position, slot) of every argument the graph reads; unused placeholders have no slot.
+        self._arg_slots = [(k, s) for k, s in enumerate(self.input_slots) if s >= 0]
+        self._gpu_error: str | None = None  # why CUDA tensors cannot run on the megakernel, once known
+
+    def _gpu_ready(self) -> bool:
+        """Compile (or fetch from the cache) the megakernel on first CUDA use; False if it cannot run."""
+        if self._gpu_error is None:
+            from megakittens import gpu
+            ok, why = gpu.available()
+            if ok and self.program.profile.name != "h200":
+                ok, why = False, f"target '{self.program.profile.name}' tiles do not run on this GPU"
+            if ok:
+                try:
+                    gpu.kernel_for(self.program, self.options.use_jit_cache)
+                except Exception as e:  # an IType without a device body yet, or a JIT failure
+                    ok, why = False, f"the GPU runtime cannot run '{self.name}': {e}"
+            self._gpu_error = "" if ok else why
+        return self._gpu_error == ""
 
     @property
     def name(self) -> str:
@@ -92,18 +111,20 @@ class Dispatcher:
         return t
 
     def __call__(self, *args: Any) -> list[torch.Tensor]:
-        if len(args) != len(self.input_slots):
+        if len(args) < len(self.input_slots):
             raise TypeError(f"megakittens: '{self.name}' takes {len(self.input_slots)} inputs, got {len(args)}")
-        for k, t in enumerate(args):
-            self._check(k, t)
-        device = next((t.device for t in args if t.device.type != "cpu"), torch.device("cpu"))
-        if device.type != "cpu":
-            _warn_no_gpu_runtime()
+        for k, _ in self._arg_slots:
+            self._check(k, args[k])
+        device = next((t.device for t in args if isinstance(t, torch.Tensor) and t.device.type != "cpu"),
+                      torch.device("cpu"))
+        if device.type == "cuda":
+            if self._gpu_ready():
+                return self._call_gpu(args, device)
+            _warn_no_gpu_runtime(self._gpu_error)
 
         tensors: list = [None] * len(self.slots)
-        for k, t in enumerate(args):
-            s = self.input_slots[k]
-            tensors[s] = self._host(t, copy=s in self._copy_inputs)
+        for k, s in self._arg_slots:
+            tensors[s] = self._host(args[k], copy=s in self._copy_inputs)
         for path, s in self.program.attr_slots:
             tensors[s] = self._host(self._attr(path), copy=s in self._copy_inputs)
         for s, meta in enumerate(self.slots):
@@ -114,7 +135,7 @@ class Dispatcher:
                                        global_work_queue=self.options.global_work_queue)
         self.calls += 1
 
-        args_by_slot = {self.input_slots[k]: t for k, t in enumerate(args)}
+        args_by_slot = {s: args[k] for k, s in self._arg_slots}
         outs = []
         for s in self.output_slots:
             if s in args_by_slot and s not in self._copy_inputs:
@@ -122,6 +143,23 @@ class Dispatcher:
             else:
                 outs.append(tensors[s].to(device) if device.type != "cpu" else tensors[s])
         return outs
+
+    def _call_gpu(self, args: tuple, device: torch.device) -> list[torch.Tensor]:
+        """One megakernel launch on torch's current stream; every non-input slot is a fresh tensor."""
+        from megakittens import gpu
+
+        def dev(t: torch.Tensor, s: int) -> torch.Tensor:
+            t = t.detach()
+            return t.clone(memory_format=torch.contiguous_format) if s in self._copy_inputs or not t.is_contiguous() else t
+
+        given = {s: dev(args[k], s) for k, s in self._arg_slots}
+        for path, s in self.program.attr_slots:
+            given[s] = dev(self._attr(path), s)
+        tensors = gpu.allocate_slots(self.program, given, device=device)
+        gpu.run_program_gpu(self.program, tensors, options=self.options)
+        self.calls += 1
+        by_slot = {s: args[k] for k, s in self._arg_slots}
+        return [by_slot[s] if s in by_slot and s not in self._copy_inputs else tensors[s] for s in self.output_slots]
 
     @staticmethod
     def _fresh(meta: Any) -> torch.Tensor:

@@ -31,11 +31,15 @@ class Options:
     def profile_args(self) -> tuple[str, int]:
         """(profile name, num_sms) for ``_C.Profile.by_name``; num_sms 0 keeps the profile's default.
 
-        target None means "this machine": the h200 profile with the SM count of CUDA device 0, or 132
-        (an H200) when there is no GPU.
+        target None means "this machine": the h200 profile with as many SMs as the megakernel has
+        co-resident CTAs on CUDA device 0 (the per-SM table needs exactly that many), or 132 (an H200)
+        when there is no GPU.
         """
         if self.target is not None:
             return self.target, 0
+        from megakittens import gpu  # noqa: PLC0415  (gpu imports torch.cuda lazily)
+        if gpu.available()[0]:
+            return "h200", gpu.num_ctas(self.cluster_size)
         if torch.cuda.is_available():
             return "h200", torch.cuda.get_device_properties(0).multi_processor_count
         return "h200", 132

@@ -151,3 +151,12 @@ def test_mlp_cuda_tensors():
         y = megakittens.compile(mlp)(*args)
     assert y.device.type == "cuda"
     _check(y, mlp(*args))
+
+
+def test_unused_inputs_are_ignored():
+    """Inputs the graph never reads (even of other shapes and dtypes) do not disturb the call."""
+    def f(x, y, z):
+        return torch.relu(x)
+
+    x = randn(64, 128)
+    _check(megakittens.compile(f)(x, randn(4, 4), torch.randn(3)), torch.relu(x))
