@@ -60,4 +60,4 @@ def test_gemm_graph_falls_back_with_a_reason():
     with pytest.warns(RuntimeWarning, match="CPU reference interpreter"):
         out = megakittens.compile(mlp)(*args)
     assert out.is_cuda and rel_err(out, mlp(*args)) <= 1e-2
-    assert "Gemm" in mk_backend.dispatchers[-1]._gpu_error or mk_backend.dispatchers[-1]._gpu_error
+    assert mk_backend.dispatchers[-1]._gpu_error  # the reason is recorded (and was in the warning)
