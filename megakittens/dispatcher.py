@@ -6,7 +6,6 @@ and ``_C.interpret`` (the CPU reference interpreter) executes the instruction st
 """
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import Any
 
@@ -29,10 +28,6 @@ def _describe(dtype: str, shape) -> str:
     return f"{dtype}[{', '.join(str(int(s)) for s in shape)}]"
 
 
-@functools.cache
-def _warn_no_gpu_runtime(reason: str) -> None:
-    warnings.warn(f"megakittens: {reason}; running the CPU reference interpreter instead",
-                  RuntimeWarning, stacklevel=3)
 
 
 class Dispatcher:
@@ -66,6 +61,7 @@ class Dispatcher:
         # (argument position, slot) of every argument the graph reads; unused placeholders have no slot.
         self._arg_slots = [(k, s) for k, s in enumerate(self.input_slots) if s >= 0]
         self._gpu_error: str | None = None  # why CUDA tensors cannot run on the megakernel, once known
+        self._warned = False
 
     def _gpu_ready(self) -> bool:
         """Compile (or fetch from the cache) the megakernel on first CUDA use; False if it cannot run."""
@@ -120,7 +116,10 @@ class Dispatcher:
         if device.type == "cuda":
             if self._gpu_ready():
                 return self._call_gpu(args, device)
-            _warn_no_gpu_runtime(self._gpu_error)
+            if not self._warned:  # once per compiled graph
+                self._warned = True
+                warnings.warn(f"megakittens: {self._gpu_error}; running the CPU reference interpreter instead",
+                              RuntimeWarning, stacklevel=2)
 
         tensors: list = [None] * len(self.slots)
         for k, s in self._arg_slots:
