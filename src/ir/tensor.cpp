@@ -82,7 +82,14 @@ TensorRange TensorRange::full(const std::vector<int64_t>& shape) {
 }
 
 bool TensorRange::is_full(const Coord4& backing) const {
-  return box == Box::of_shape(backing) && view_padded() == backing;
+  return box == Box::of_shape(backing) && view_padded() == backing && is_straight();
+}
+
+bool TensorRange::is_straight() const {
+  const Coord4 v = view_padded();
+  for (int i = 0; i < 4; ++i)
+    if (v[i] > 1 && view_dim[i] != i) return false;
+  return true;
 }
 
 Coord4 TensorRange::view_padded() const {
@@ -158,11 +165,47 @@ TensorRange TensorRange::slice(int64_t dim, int64_t start, int64_t end) const {
   return r;
 }
 
+TensorRange TensorRange::permute(const std::vector<int64_t>& dims) const {
+  const int rank = static_cast<int>(view_shape.size());
+  auto dims_str = [&] {
+    std::string s = "[";
+    for (size_t k = 0; k < dims.size(); ++k) s += (k ? ", " : "") + std::to_string(dims[k]);
+    return s + "]";
+  };
+  if (static_cast<int>(dims.size()) != rank)
+    fail("permute: dims ", dims_str(), " must name each of the ", rank, " dims of the view once");
+  std::array<bool, 4> seen{};
+  TensorRange r = *this;
+  for (int i = 0; i < rank; ++i) {
+    const int slot = view_slot(*this, dims[i], "permute");
+    const int64_t udim = slot - (4 - rank);
+    if (seen[udim]) fail("permute: dims ", dims_str(), " repeat dim ", udim, " (not a permutation)");
+    seen[udim] = true;
+    r.view_dim[4 - rank + i] = view_dim[slot];
+    r.view_shape[i] = view_shape[udim];
+  }
+  return r;
+}
+
+TensorRange TensorRange::transpose(int64_t dim0, int64_t dim1) const {
+  const int rank = static_cast<int>(view_shape.size());
+  const int s0 = view_slot(*this, dim0, "transpose"), s1 = view_slot(*this, dim1, "transpose");
+  std::vector<int64_t> dims(rank);
+  for (int i = 0; i < rank; ++i) dims[i] = i;
+  std::swap(dims[s0 - (4 - rank)], dims[s1 - (4 - rank)]);
+  return permute(dims);
+}
+
 std::string TensorRange::str() const {
   StrBuf os;
   os << box.str() << " view[";
   for (size_t i = 0; i < view_shape.size(); ++i) os << (i ? "," : "") << view_shape[i];
   os << "]";
+  if (!is_straight()) {  // a permuted view: which backing dim each padded view dim runs along
+    os << " on backing dims [";
+    for (int i = 0; i < 4; ++i) os << (i ? "," : "") << int(view_dim[i]);
+    os << "]";
+  }
   return os.str();
 }
 

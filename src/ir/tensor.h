@@ -43,19 +43,24 @@ struct Box {
   auto operator<=>(const Box&) const = default;
 };
 
-// A view on a backing tensor, as produced by folding select/slice chains (seed §02 step 4):
+// A view on a backing tensor, as produced by folding select/slice/permute chains (seed §02 step 4):
 // `box` is the absolute half-open range on the backing tensor's padded shape, and view_dim[i]
 // says which backing dim the view's padded dim i runs along (-1: a leading padding dim of size 1).
 // Backing dims no view dim runs along have extent 1 in `box` (selected or padding dims).
 // Example: W[1] on W (3,1024,1024): box ((0,1),(1,2),(0,1024),(0,1024)), view shape (1024,1024),
-// view_dim {-1,-1,2,3}.
+// view_dim {-1,-1,2,3}; W[1].t() has the same box and view_dim {-1,-1,3,2} (view rows run along the
+// backing's columns). Permutes only reorder view_dim and view_shape: the box never changes.
 struct TensorRange {
   Box box;
   std::array<int8_t, 4> view_dim{0, 1, 2, 3};
   std::vector<int64_t> view_shape;   // unpadded shape the consumer sees
 
   static TensorRange full(const std::vector<int64_t>& shape);
+  // The whole backing tensor, seen with its own shape and layout (every view dim wider than 1 runs
+  // along the backing dim of the same padded index: no transposition).
   bool is_full(const Coord4& backing_padded) const;
+  // Every view dim wider than 1 runs along the backing dim of the same padded index.
+  bool is_straight() const;
   Coord4 view_padded() const;        // view_shape left-padded to 4-D
   Box to_backing(const Box& view_box) const;      // a box in view coords -> backing coords
   Coord4 to_backing(const Coord4& view_point) const;
@@ -64,7 +69,12 @@ struct TensorRange {
   // dim or index (the caller adds the node name).
   TensorRange select(int64_t dim, int64_t index) const;
   TensorRange slice(int64_t dim, int64_t start, int64_t end) const;
-  std::string str() const;
+  // aten.permute.default(dims): view dim i becomes old view dim dims[i] (negative dims allowed).
+  // Throws CompileError unless dims is a permutation of the view's dims.
+  TensorRange permute(const std::vector<int64_t>& dims) const;
+  // aten.transpose.int(dim0, dim1): swaps two view dims (a permute).
+  TensorRange transpose(int64_t dim0, int64_t dim1) const;
+  std::string str() const;  // "<box> view[1024,64]", plus " on backing dims [-1,-1,3,2]" when permuted
   bool operator==(const TensorRange&) const = default;
 };
 

@@ -1,6 +1,7 @@
 #include "itypes/gemm.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ir/error.h"
 
@@ -44,8 +45,71 @@ Box rows_box(int64_t b, int64_t d, int64_t r0, int64_t r1, int64_t c0, int64_t c
 
 }  // namespace
 
+std::string Gemm::params() const {
+  std::string p;
+  auto add = [&p](const char* w) { p += (p.empty() ? "" : ",") + std::string(w); };
+  if (flags_.transpose_a) add("ta");
+  if (flags_.transpose_b) add("tb");
+  if (flags_.bias == Bias::row) add("bias_row");
+  if (flags_.bias == Bias::full) add("bias_full");
+  return p;
+}
+
+bool Gemm::is_transposed(const TensorRange& r) {
+  const Coord4 v = r.view_padded();
+  bool straight = true, swapped = true;
+  for (int k = 2; k < 4; ++k) {
+    if (v[k] <= 1) continue;
+    straight &= r.view_dim[k] == k;
+    swapped &= r.view_dim[k] == 5 - k;
+  }
+  return swapped && !straight;
+}
+
+Gemm::Flags Gemm::flags_for(const std::vector<TensorRange>& in) {
+  Flags f;
+  if (in.size() > 0) f.transpose_a = is_transposed(in[0]);
+  if (in.size() > 1) f.transpose_b = is_transposed(in[1]);
+  if (in.size() > 2) f.bias = in[2].view_padded()[2] == 1 ? Bias::row : Bias::full;
+  return f;
+}
+
+namespace {
+
+// How a Gemm operand's view must sit on its backing: batch dims straight, the last two dims straight
+// or (flag set) swapped, so that the kernel addresses a tile as origin + extents on the backing's last
+// two dims. `flag` names the flag that allows the swapped layout ("" when none does, e.g. the bias).
+void require_gemm_view(const NodeInfo& n, const char* what, const Operand& op, bool transposed, const char* flag) {
+  const Coord4 v = op.padded();
+  const auto& vd = op.range.view_dim;
+  for (int k = 0; k < 2; ++k)
+    if (v[k] > 1 && vd[k] != k)
+      fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(), " of ", op.backing.str(),
+           ": batch dims must run along the backing's batch dims in order (no permuted batches), got view dim ",
+           k, " on backing dim ", int(vd[k]));
+  bool ok = true;
+  for (int k = 2; k < 4; ++k)
+    if (v[k] > 1 && vd[k] != (transposed ? 5 - k : k)) ok = false;
+  if (ok) return;
+  const bool swapped = Gemm::is_transposed(op.range);
+  if (swapped && *flag)
+    fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(), " of ", op.backing.str(),
+         " is transposed (its last two dims run along the backing's last two dims swapped), but this Gemm lacks the '",
+         flag, "' flag");
+  if (swapped)
+    fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(), " of ", op.backing.str(),
+         " must not be transposed (it has no transpose flag)");
+  fail("node '", n.name, "' (", n.target, "): ", what, " view ", op.range.str(), " of ", op.backing.str(),
+       " must keep its last two dims on the backing tensor's last two dims", *flag ? " (straight, or swapped with the '" : "",
+       *flag ? flag : "", *flag ? "' flag)" : "", ", got view dims 2, 3 on backing dims ", int(vd[2]), ", ", int(vd[3]),
+       transposed ? " (the Gemm expects it transposed)" : "");
+}
+
+}  // namespace
+
 void Gemm::validate(const NodeInfo& n) const {
-  require_inputs(n, 2);
+  const bool has_bias = flags_.bias != Bias::none;
+  require_inputs(n, has_bias ? 3 : 2);
   if (n.outputs.size() != 1)
     fail("node '", n.name, "' (", n.target, "): expects 1 output, got ", n.outputs.size());
   const Operand &a = n.inputs[0], &b = n.inputs[1];
@@ -71,11 +135,32 @@ void Gemm::validate(const NodeInfo& n) const {
   if (out.shape != want)
     fail("node '", n.name, "' (", n.target, "): output shape must be ", shape_str(want), ", got ",
          shape_str(out.shape));
-  require_tile_view(n, "input A", a);
-  require_tile_view(n, "input B", b);
-  require_tma_rows(n, "A", "K", a.backing.shape.back());
-  require_tma_rows(n, "B", "N", b.backing.shape.back());
+  require_gemm_view(n, "input A", a, flags_.transpose_a, "ta");
+  require_gemm_view(n, "input B", b, flags_.transpose_b, "tb");
+  // TMA: the backing's rows are K (A) / N (B) long, or M (A^T) / K (B^T) when transposed.
+  require_tma_rows(n, "A", flags_.transpose_a ? "M" : "K", a.backing.shape.back());
+  require_tma_rows(n, "B", flags_.transpose_b ? "K" : "N", b.backing.shape.back());
   require_tma_rows(n, "D", "N", out.shape.back());
+  if (!has_bias) return;
+
+  const Operand& c = n.inputs[2];
+  const bool row = flags_.bias == Bias::row;
+  require_dtype(n, "bias", c.dtype(), DType::bf16);
+  require_rank(n, "bias", c.shape(), 1, 4);
+  const Coord4 cv = c.padded(), dv = out.padded();
+  bool ok = cv[3] == N && cv[2] == (row ? 1 : M);
+  for (int k = 0; k < 2; ++k) ok &= cv[k] == 1 || cv[k] == dv[k];
+  if (static_cast<int>(c.shape().size()) > static_cast<int>(out.shape.size())) ok = false;
+  if (!ok)
+    fail("node '", n.name, "' (", n.target, "): bias shape ", shape_str(c.shape()), " must be ",
+         row ? "[N] or [1, N]" : "[M, N]", " with N=", N, row ? "" : ", M=", row ? "" : std::to_string(M),
+         " (leading dims 1 or those of D ", shape_str(out.shape), ") for the '", row ? "bias_row" : "bias_full",
+         "' flag");
+  require_gemm_view(n, "bias", c, false, "");
+  require_tma_rows(n, "bias", "N", c.backing.shape.back());
+  if (c.backing.numel() > INT32_MAX)
+    fail("node '", n.name, "' (", n.target, "): the bias backing tensor ", c.backing.str(),
+         " has more than 2^31 elements (its origin is one int32 element offset)");
 }
 
 namespace {
@@ -109,6 +194,8 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   const int64_t m = m0 + t.rank * g.cm;  // this rank's first row
   const int64_t m_rows = std::clamp<int64_t>(M - m, 0, g.cm), n_cols = std::min(g.tn, N - n0);
 
+  // Origins are backing points of the view points below; for a transposed operand the same view
+  // point lands on the backing with its row and column swapped (A^T: (b, d, 0, m); B^T: (b, d, n0, 0)).
   InstrDesc d;
   push_origin(d.indices, n.inputs[0].origin({t.b, t.d, m, 0}));
   push_origin(d.indices, n.inputs[1].origin({t.b, t.d, 0, n0}));
@@ -120,13 +207,24 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   // Pair tiles: every rank claims the whole cluster tile, so consumers wait for all G copies.
   const bool pair = n.profile.gemm_pair_tiles;
   const int64_t r0 = pair ? m0 : m, r1 = pair ? std::min(M, m0 + g.G * g.cm) : m + m_rows;
-  d.reads.resize(2);
+  const bool has_bias = flags_.bias != Bias::none;
+  d.reads.resize(has_bias ? 3 : 2);
   d.writes.resize(1);
   if (r1 > r0) {
     d.reads[0].push_back(rows_box(t.b, t.d, r0, r1, 0, g.K));
     d.writes[0].push_back(rows_box(t.b, t.d, r0, r1, n0, n0 + n_cols));
   }
   if (g.K > 0) d.reads[1].push_back(rows_box(t.b, t.d, 0, g.K, n0, n0 + n_cols));
+  if (has_bias) {
+    // Word 15: the bias origin as one element offset into its (row-major) backing tensor.
+    const Operand& c = n.inputs[2];
+    const Coord4 cv = c.padded(), cs = c.backing.padded();
+    const bool row = flags_.bias == Bias::row;
+    const int64_t cb = cv[0] > 1 ? t.b : 0, cd = cv[1] > 1 ? t.d : 0;  // broadcast batch dims read 0
+    const Coord4 o = c.origin({cb, cd, row ? 0 : m, n0});
+    d.indices.push_back(static_cast<int32_t>(((o[0] * cs[1] + o[1]) * cs[2] + o[2]) * cs[3] + o[3]));
+    if (r1 > r0) d.reads[2].push_back(rows_box(cb, cd, row ? 0 : r0, row ? 1 : r1, n0, n0 + n_cols));
+  }
   return d;
 }
 

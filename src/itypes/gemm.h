@@ -1,5 +1,5 @@
-// Gemm: D = A @ B, bf16 in, fp32 accumulate, bf16 out (seed §13). Tiling, tile order and index
-// layout: docs/itypes.md.
+// Gemm: D = A @ B (+ bias), bf16 in, fp32 accumulate, bf16 out (seed §13). Tiling, tile order, flags
+// and index layout: docs/itypes.md.
 #pragma once
 #include "itypes/itype.h"
 
@@ -7,11 +7,37 @@ namespace mk {
 
 class Gemm final : public IType {
  public:
+  // bias: none; row = a (N,) row added to every row of D (nn.Linear); full = an (M, N) matrix.
+  // Leading (batch) dims of the bias either match D's or are 1 (broadcast).
+  enum class Bias : uint8_t { none, row, full };
+  // Static parameters (one icode each). transpose_a: A's last two view dims run along its backing's
+  // last two dims swapped (A^T stored row-major, e.g. `x.t() @ y`); transpose_b likewise (`x @ W.T`).
+  struct Flags {
+    bool transpose_a = false, transpose_b = false;
+    Bias bias = Bias::none;
+    bool operator==(const Flags&) const = default;
+  };
+
+  Gemm() = default;
+  explicit Gemm(Flags f) : flags_(f) {}
+  const Flags& flags() const { return flags_; }
+
   std::string name() const override { return "Gemm"; }
+  // Comma-joined "ta", "tb", "bias_row" | "bias_full"; "" for plain A @ B.
+  std::string params() const override;
   void validate(const NodeInfo&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   void execute(const Instruction&, ExecContext&) const override;
+
+  // True when the view's last two dims (those wider than 1) run along its backing's last two dims
+  // swapped - what the tracer folds from aten.t / transpose / permute - and not straight.
+  static bool is_transposed(const TensorRange&);
+  // The flags for operand views A, B (and bias, when present), as the tracer binds them.
+  static Flags flags_for(const std::vector<TensorRange>& inputs);
+
+ private:
+  Flags flags_;
 };
 
 }  // namespace mk

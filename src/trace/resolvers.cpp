@@ -22,8 +22,23 @@ struct Entry {
   ResolveFn fn;
 };
 
-Resolution gemm(const OpCall& c, const char* a, const char* b) {
-  return {std::make_shared<Gemm>(), c.target(), {&c.tensor(a), &c.tensor(b)}};
+// The transpose flags (and the bias kind) depend on the folded views: bound once the tracer has them.
+Resolution gemm(const OpCall& c, const char* a, const char* b, const char* bias = nullptr) {
+  Resolution r{std::make_shared<Gemm>(), c.target(), {&c.tensor(a), &c.tensor(b)}};
+  if (bias) r.inputs.push_back(&c.tensor(bias));
+  r.bind = [](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<Gemm>(Gemm::flags_for(views));
+  };
+  return r;
+}
+
+// addmm / baddbmm: D = beta * bias + alpha * (A @ B). Only beta = alpha = 1 (what nn.Linear emits).
+Resolution gemm_bias(const OpCall& c, const char* a, const char* b) {
+  for (const char* k : {"beta", "alpha"}) {
+    if (const double x = c.f64(k, 1.0); x != 1.0)
+      c.fail(k, "=", c.get(k)->str(), " is not supported (the Gemm bias epilogue computes bias + A @ B: beta and alpha must be 1)");
+  }
+  return gemm(c, a, b, "self");
 }
 
 Resolution binary(const OpCall& c, const std::string& op, bool has_alpha = false) {
@@ -87,6 +102,10 @@ const std::map<std::string, Entry>& registry() {
       {"aten.mm.default", {"self, mat2", [](const OpCall& c) { return gemm(c, "self", "mat2"); }}},
       {"aten.bmm.default", {"self, mat2", [](const OpCall& c) { return gemm(c, "self", "mat2"); }}},
       {"aten.matmul.default", {"self, other", [](const OpCall& c) { return gemm(c, "self", "other"); }}},
+      {"aten.addmm.default",
+       {"self, mat1, mat2, *, beta, alpha", [](const OpCall& c) { return gemm_bias(c, "mat1", "mat2"); }}},
+      {"aten.baddbmm.default",
+       {"self, batch1, batch2, *, beta, alpha", [](const OpCall& c) { return gemm_bias(c, "batch1", "batch2"); }}},
       {"aten.add.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return binary(c, "add", true); }}},
       {"aten.sub.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return binary(c, "sub", true); }}},
       {"aten.mul.Tensor", {"self, other", [](const OpCall& c) { return binary(c, "mul"); }}},

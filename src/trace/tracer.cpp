@@ -12,7 +12,19 @@ namespace mk {
 namespace {
 
 bool is_call(const FxNode& n, const char* target) { return n.op == "call_function" && n.target == target; }
-bool is_view(const FxNode& n) { return is_call(n, "aten.select.int") || is_call(n, "aten.slice.Tensor"); }
+// Views fold into edge ranges instead of becoming nodes (seed §02 step 4). The reshapes (view, expand)
+// fold only when they keep the shape: AOTAutograd wraps bmm operands and results in such no-ops.
+const char* view_schema(const std::string& target) {
+  if (target == "aten.select.int") return "self, dim, index";
+  if (target == "aten.slice.Tensor") return "self, dim, start, end, step";
+  if (target == "aten.t.default") return "self";
+  if (target == "aten.transpose.int") return "self, dim0, dim1";
+  if (target == "aten.permute.default") return "self, dims";
+  if (target == "aten.expand.default") return "self, size, *, implicit";
+  if (target == "aten.view.default" || target == "aten._unsafe_view.default") return "self, size";
+  return nullptr;
+}
+bool is_view(const FxNode& n) { return n.op == "call_function" && view_schema(n.target); }
 bool is_getitem(const FxNode& n) { return is_call(n, "getitem"); }
 
 void collect_refs(const FxArg& a, std::vector<int>& out) {
@@ -155,6 +167,17 @@ class Tracer {
       node.outputs.push_back(to_meta(*n.outputs[o], who));
     }
     for (const FxArg* a : r.inputs) node.inputs.push_back(edge(*a, who, false));
+    if (r.bind) {
+      std::vector<TensorRange> views;
+      for (const Edge& e : node.inputs) views.push_back(e.range);
+      try {
+        node.itype = r.bind(views);
+      } catch (const CompileError& e) {
+        const std::string msg = e.what();
+        if (msg.rfind("node '", 0) == 0) throw;
+        fail(who, ": ", msg);
+      }
+    }
     push(std::move(node), fx);
   }
 
@@ -189,7 +212,7 @@ class Tracer {
       const FxNode& n = g_.nodes[cur];
       if (is_view(n)) {
         views.push_back(&n);
-        const OpCall c(g_, n, n.target, view_schema(n));
+        const OpCall c(g_, n, n.target, view_schema(n.target));
         cur = static_cast<int>(c.tensor("self").i);
       } else if (is_getitem(n)) {
         const std::string gw = "node '" + n.name + "' (getitem)";
@@ -211,9 +234,6 @@ class Tracer {
       if (p.multi_output) fail(who, ": reads the tuple result of '", p.name, "' (", p.target, ") without getitem");
       out = 0;
     }
-    if (to_output && !views.empty())
-      fail(who, ": views in front of the output are not supported (output '", views.front()->name, "' is ",
-           views.front()->target, " of '", p.name, "')");
     const auto& map = out_map_[cur];
     if (dag_id_[cur] < 0) fail(who, ": internal: producer '", p.name, "' is not in the DAG yet");
     if (out >= static_cast<int>(map.size()) || map[out] < 0)
@@ -224,17 +244,49 @@ class Tracer {
     e.output = map[out];
     e.range = TensorRange::full(dag_.nodes[e.node].outputs[e.output].shape);
     for (size_t k = views.size(); k-- > 0;) e.range = apply_view(*views[k], e.range);
+    // The output is a whole tensor: only views that change nothing (no-op reshapes) may precede it.
+    const TensorMeta& src = dag_.nodes[e.node].outputs[e.output];
+    if (to_output && !views.empty() && !(e.range.is_full(src.padded()) && e.range.view_shape == src.shape))
+      fail(who, ": views in front of the output are not supported (output '", views.front()->name, "' is ",
+           views.front()->target, " of '", p.name, "')");
     return e;
   }
 
-  static const char* view_schema(const FxNode& n) {
-    return n.target == "aten.select.int" ? "self, dim, index" : "self, dim, start, end, step";
+  TensorRange apply_view(const FxNode& n, const TensorRange& r) const {
+    const OpCall c(g_, n, n.target, view_schema(n.target));
+    const TensorRange out = fold_view(c, r);
+    // The graph knows the view's shape too: a mismatch is a bug in the folding, not in the graph.
+    if (n.outputs.size() == 1 && n.outputs[0] && n.outputs[0]->shape != out.view_shape)
+      c.fail("internal: the folded view has shape ", dims(out.view_shape), ", the graph says ",
+             dims(n.outputs[0]->shape));
+    return out;
   }
 
-  TensorRange apply_view(const FxNode& n, const TensorRange& r) const {
-    const OpCall c(g_, n, n.target, view_schema(n));
+  static TensorRange fold_view(const OpCall& c, const TensorRange& r) {
+    const std::string& t = c.target();
     try {
-      if (n.target == "aten.select.int") return r.select(c.i64("dim"), c.i64("index"));
+      if (t == "aten.t.default") {
+        if (r.view_shape.size() > 2) c.fail("t() expects a tensor with <= 2 dims, got ", dims(r.view_shape));
+        return r.view_shape.size() == 2 ? r.transpose(0, 1) : r;
+      }
+      if (t == "aten.transpose.int") return r.transpose(c.i64("dim0"), c.i64("dim1"));
+      if (t == "aten.permute.default") return r.permute(c.ints("dims"));
+      if (t == "aten.expand.default" || t == "aten.view.default" || t == "aten._unsafe_view.default") {
+        const std::vector<int64_t> size = c.ints("size");
+        bool same = size.size() == r.view_shape.size();
+        int inferred = 0;  // -1: keep the size (expand) / infer it (view: at most one)
+        for (size_t k = 0; same && k < size.size(); ++k) {
+          same = size[k] == r.view_shape[k] || size[k] == -1;
+          inferred += size[k] == -1;
+        }
+        if (t != "aten.expand.default") same &= inferred <= 1;
+        if (!same)
+          c.fail(t == "aten.expand.default" ? "broadcasting" : "reshaping", " a ", dims(r.view_shape), " view to ",
+                 dims(size), " is not supported (only ", t == "aten.expand.default" ? "expands" : "views",
+                 " that keep the shape fold into the edge)");
+        return r;
+      }
+      if (t == "aten.select.int") return r.select(c.i64("dim"), c.i64("index"));
       if (const int64_t step = c.is_none("step") ? 1 : c.i64("step"); step != 1)
         c.fail("slices with step != 1 are not supported, got step=", step);
       const int64_t start = c.is_none("start") ? 0 : c.i64("start");

@@ -573,6 +573,198 @@ TEST(GemmIType, ExecuteMatchesNaive) {
   check_gemm_execute(whole({256, 64}), x, {64, 384}, Profile::b200(), 2, ctx);
 }
 
+// ---- Gemm: transposed operands and bias ----
+
+Gemm::Flags gflags(bool ta, bool tb, Gemm::Bias bias = Gemm::Bias::none) {
+  Gemm::Flags f;
+  f.transpose_a = ta;
+  f.transpose_b = tb;
+  f.bias = bias;
+  return f;
+}
+
+// A whole tensor of shape `backing` seen with its last two dims swapped.
+Operand transposed(Shape backing) {
+  const int r = static_cast<int>(backing.size());
+  return {bf16(backing), TensorRange::full(backing).transpose(r - 2, r - 1)};
+}
+
+TEST(GemmIType, FlagParams) {
+  EXPECT_EQ(Gemm(gflags(false, false)).params(), "");
+  EXPECT_EQ(Gemm(gflags(true, false)).params(), "ta");
+  EXPECT_EQ(Gemm(gflags(false, true)).params(), "tb");
+  EXPECT_EQ(Gemm(gflags(true, true, Gemm::Bias::full)).params(), "ta,tb,bias_full");
+  EXPECT_EQ(Gemm(gflags(false, true, Gemm::Bias::row)).str(), "Gemm(tb,bias_row)");
+  EXPECT_TRUE(Gemm().same_as(Gemm(gflags(false, false))));
+  EXPECT_FALSE(Gemm().same_as(Gemm(gflags(false, true))));
+  // Flags from folded views: x @ W.T, x.t() @ y, bias rows 1 -> row, else full.
+  const TensorRange s = TensorRange::full({16, 64}), t = TensorRange::full({32, 64}).transpose(0, 1);
+  EXPECT_EQ(Gemm::flags_for({s, t}), gflags(false, true));
+  EXPECT_EQ(Gemm::flags_for({t, s}), gflags(true, false));
+  EXPECT_EQ(Gemm::flags_for({s, t, TensorRange::full({32})}), gflags(false, true, Gemm::Bias::row));
+  EXPECT_EQ(Gemm::flags_for({s, t, TensorRange::full({1, 32})}), gflags(false, true, Gemm::Bias::row));
+  EXPECT_EQ(Gemm::flags_for({s, t, TensorRange::full({16, 32})}), gflags(false, true, Gemm::Bias::full));
+  // A (1, K) row vector transposed has one wide dim, on the swapped side: transposed.
+  EXPECT_TRUE(Gemm::is_transposed(TensorRange::full({64, 1}).transpose(0, 1)));
+  EXPECT_FALSE(Gemm::is_transposed(TensorRange::full({1, 1}).transpose(0, 1)));
+}
+
+TEST(GemmIType, TransposedIndicesAndRegions) {
+  // x.t() @ W.t() + bias: A^T backing (K, M) = (64, 296), B^T backing (N, K) = (512, 64), h200 cluster 2.
+  const Operand a = transposed({64, 296}), b = transposed({512, 64});
+  const Operand c{bf16({3, 512}), TensorRange::full({3, 512}).select(0, 2)};  // b[2] of stacked biases
+  const Gemm g(gflags(true, true, Gemm::Bias::row));
+  const NodeInfo n = node({a, b, c}, {bf16({296, 512})}, Profile::h200(), 2);
+  g.validate(n);
+  ASSERT_EQ(g.num_instructions(n), 2 * 2 * 2);  // 2 cluster-tile rows x 2 column tiles x 2 ranks
+  for (int64_t i = 0; i < 8; ++i) {
+    const InstrDesc d = g.instruction(n, i);
+    ASSERT_EQ(d.indices.size(), 16u);
+    const int32_t m = d.indices[10], n0 = d.indices[11];
+    // A^T origin: view (m, 0) on backing (0, m); B^T origin: view (0, n0) on backing (n0, 0).
+    EXPECT_EQ(std::vector<int32_t>(d.indices.begin(), d.indices.begin() + 8),
+              (std::vector<int32_t>{0, 0, 0, m, 0, 0, n0, 0})) << i;
+    EXPECT_EQ(d.indices[14], 64);
+    EXPECT_EQ(d.indices[15], 2 * 512 + n0) << i;  // bias origin (0, 0, 2, n0) as an element offset
+    const int32_t rows = d.indices[12], cols = d.indices[13];
+    if (rows == 0) {
+      EXPECT_TRUE(d.reads[0].empty());
+      EXPECT_TRUE(d.reads[2].empty());
+      continue;
+    }
+    // Regions stay in view coords; mapped to the backing they swap rows and columns.
+    EXPECT_EQ(d.reads[0], (std::vector<Box>{Box{{0, 0, m, 0}, {1, 1, m + rows, 64}}}));
+    EXPECT_EQ(a.range.to_backing(d.reads[0][0]), (Box{{0, 0, 0, m}, {1, 1, 64, m + rows}}));
+    EXPECT_EQ(b.range.to_backing(d.reads[1][0]), (Box{{0, 0, n0, 0}, {1, 1, n0 + cols, 64}}));
+    EXPECT_EQ(d.reads[2], (std::vector<Box>{Box{{0, 0, 0, n0}, {1, 1, 1, n0 + cols}}}));
+    EXPECT_EQ(c.range.to_backing(d.reads[2][0]), (Box{{0, 0, 2, n0}, {1, 1, 3, n0 + cols}}));
+  }
+  expect_exact_cover(g, n);
+}
+
+TEST(GemmIType, PlainIndexLayoutUnchanged) {
+  // No flag: 15 words, params "", the seed layout.
+  const NodeInfo n = gemm_node({256, 64}, {64, 256}, Profile::h200(), 1);
+  const InstrDesc d = Gemm().instruction(n, 1);
+  EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 0, 128, 0, 0, 0, 0, 0, 0, 0, 128, 0, 128, 256, 64}));
+  EXPECT_EQ(d.reads.size(), 2u);
+}
+
+TEST(GemmIType, FlagValidation) {
+  const Profile p = Profile::h200();
+  const Operand x = whole({16, 64}), wt = transposed({32, 64});
+  // A transposed view without the flag, and the flag without a transposed view.
+  const std::string lacks = error_of([&] { Gemm().validate(node({x, wt}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(lacks.find("node 'n0' (megakittens.test.default): input B view"), std::string::npos) << lacks;
+  EXPECT_NE(lacks.find("is transposed"), std::string::npos) << lacks;
+  EXPECT_NE(lacks.find("lacks the 'tb' flag"), std::string::npos) << lacks;
+  const std::string expects = error_of(
+      [&] { Gemm(gflags(true, false)).validate(node({x, whole({64, 32})}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(expects.find("input A view"), std::string::npos) << expects;
+  EXPECT_NE(expects.find("the Gemm expects it transposed"), std::string::npos) << expects;
+  // W[:, 1].t() on W (32, 3, 64): rows along backing dim 3, columns along backing dim 1 - neither layout.
+  const Operand odd{bf16({32, 3, 64}), TensorRange::full({32, 3, 64}).select(1, 1).transpose(0, 1)};
+  EXPECT_FALSE(Gemm::is_transposed(odd.range));
+  const std::string o = error_of([&] { Gemm().validate(node({x, odd}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(o.find("must keep its last two dims on the backing tensor's last two dims (straight, or swapped with the 'tb' flag), got view dims 2, 3 on backing dims 3, 1"),
+            std::string::npos) << o;
+  // TMA rows of a transposed A are M long.
+  const std::string tma = error_of(
+      [&] { Gemm(gflags(true, false)).validate(node({transposed({64, 100}), whole({64, 32})}, {bf16({100, 32})}, p)); });
+  EXPECT_NE(tma.find("row stride of A must be a multiple of 16 bytes for TMA, got M=100 elements"), std::string::npos)
+      << tma;
+  // Bias: count, shape, dtype, layout.
+  const Gemm row(gflags(false, true, Gemm::Bias::row)), full(gflags(false, true, Gemm::Bias::full));
+  const std::string cnt = error_of([&] { row.validate(node({x, wt}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(cnt.find("expects 3 tensor inputs, got 2"), std::string::npos) << cnt;
+  const std::string shp = error_of([&] { row.validate(node({x, wt, whole({40})}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(shp.find("bias shape [40] must be [N] or [1, N] with N=32"), std::string::npos) << shp;
+  const std::string fs = error_of([&] { full.validate(node({x, wt, whole({8, 32})}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(fs.find("bias shape [8, 32] must be [M, N] with N=32, M=16"), std::string::npos) << fs;
+  Operand f32 = whole({32});
+  f32.backing.dtype = DType::f32;
+  const std::string dt = error_of([&] { row.validate(node({x, wt, f32}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(dt.find("bias must be bfloat16, got float32"), std::string::npos) << dt;
+  const std::string tb = error_of([&] { full.validate(node({x, wt, transposed({32, 16})}, {bf16({16, 32})}, p)); });
+  EXPECT_NE(tb.find("bias view"), std::string::npos) << tb;
+  EXPECT_NE(tb.find("must not be transposed"), std::string::npos) << tb;
+  EXPECT_NO_THROW(row.validate(node({x, wt, whole({1, 32})}, {bf16({16, 32})}, p)));
+  EXPECT_NO_THROW(full.validate(node({x, wt, whole({16, 32})}, {bf16({16, 32})}, p)));
+}
+
+TEST(GemmIType, OtherITypesRejectTransposedViews) {
+  const Profile p = Profile::h200();
+  const Operand t = transposed({32, 64});
+  const std::string u = error_of([&] { ElementwiseUnary({"relu"}).validate(node({t}, {bf16({64, 32})}, p)); });
+  EXPECT_NE(u.find("must keep its last two dims on the backing tensor's last two dims"), std::string::npos) << u;
+  EXPECT_NE(u.find("on backing dims [-1,-1,3,2]"), std::string::npos) << u;
+  const std::string r = error_of([&] { RMSNorm(1e-5, false).validate(node({t}, {bf16({64, 32})}, p)); });
+  EXPECT_NE(r.find("must keep its last two dims"), std::string::npos) << r;
+  const std::string b = error_of(
+      [&] { ElementwiseBinary("add").validate(node({whole({64, 32}), t}, {bf16({64, 32})}, p)); });
+  EXPECT_NE(b.find("must keep its last two dims"), std::string::npos) << b;
+}
+
+// Runs a Gemm node whose operands live in fresh random slots and compares with a naive fp64 product of
+// the views (+ bias, added before the one rounding).
+void check_flagged_gemm(const Gemm& g, const std::vector<Operand>& in, Profile p, int cluster) {
+  TestCtx ctx;
+  std::vector<int> src;
+  for (const Operand& op : in) src.push_back(add_slot(ctx, op.backing.shape));
+  const Coord4 A = in[0].padded(), B = in[1].padded();
+  const int64_t M = A[2], K = A[3], N = B[3];
+  Shape ds(in[0].shape().begin(), in[0].shape().end() - 1);
+  ds.push_back(N);
+  const int d = add_slot(ctx, ds, false);
+  run_node(g, node(in, {bf16(ds)}, p, cluster), ctx, src, d);
+  const auto av = view_values(ctx, src[0], in[0].range), bv = view_values(ctx, src[1], in[1].range);
+  std::vector<double> cv;
+  Coord4 C{1, 1, 1, 1};
+  if (in.size() > 2) cv = view_values(ctx, src[2], in[2].range), C = in[2].padded();
+  std::vector<double> want;
+  for (int64_t z0 = 0; z0 < A[0]; ++z0)
+    for (int64_t z1 = 0; z1 < A[1]; ++z1)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          const int64_t z = z0 * A[1] + z1;
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += av[(z * M + m) * K + k] * bv[(z * K + k) * N + n];
+          if (!cv.empty()) {
+            const int64_t c0 = C[0] > 1 ? z0 : 0, c1 = C[1] > 1 ? z1 : 0, cm = C[2] > 1 ? m : 0;
+            acc += cv[((c0 * C[1] + c1) * C[2] + cm) * C[3] + n];
+          }
+          want.push_back(acc);
+        }
+  EXPECT_TRUE(close(ctx.slots[d].data, want)) << g.str() << " " << p.name << " cluster " << cluster;
+}
+
+TEST(GemmIType, ExecuteFlagsMatchNaive) {
+  for (bool pair : {false, true})
+    for (int cluster : {1, 2}) {
+      Profile p = pair ? Profile::b200() : Profile::h200();
+      p.gemm_cta_m = 16;
+      p.gemm_n = 32;
+      // Batched A = X[1].transpose(-1, -2) of X (3, 2, 24, 40): (2, 40, 24); B = Y.transpose(1, 2) of
+      // Y (2, 72, 24): (2, 24, 72); ragged rows and columns.
+      const Operand a{bf16({3, 2, 24, 40}), TensorRange::full({3, 2, 24, 40}).select(0, 1).transpose(1, 2)};
+      const Operand as = whole({2, 40, 24});
+      const Operand b = transposed({2, 72, 24}), bs = whole({2, 24, 72});
+      using B = Gemm::Bias;
+      check_flagged_gemm(Gemm(gflags(true, false)), {a, bs}, p, cluster);
+      check_flagged_gemm(Gemm(gflags(false, true)), {as, b}, p, cluster);
+      check_flagged_gemm(Gemm(gflags(true, true)), {a, b}, p, cluster);
+      // Bias: a row of stacked biases (offset origin), broadcast over batches and rows.
+      const Operand row{bf16({3, 72}), TensorRange::full({3, 72}).select(0, 1)};
+      check_flagged_gemm(Gemm(gflags(true, true, B::row)), {a, b, row}, p, cluster);
+      // Per-batch rows (2, 1, 72), a full (40, 72) broadcast over batches, a full per-batch (2, 40, 72)
+      // sliced out of a wider tensor.
+      check_flagged_gemm(Gemm(gflags(false, true, B::row)), {as, b, whole({2, 1, 72})}, p, cluster);
+      check_flagged_gemm(Gemm(gflags(true, false, B::full)), {a, bs, whole({40, 72})}, p, cluster);
+      const Operand wide{bf16({2, 48, 80}), TensorRange::full({2, 48, 80}).slice(1, 8, 48).slice(2, 8, 80)};
+      check_flagged_gemm(Gemm(gflags(false, false, B::full)), {as, bs, wide}, p, cluster);
+    }
+}
+
 // ---- Attention ----
 
 NodeInfo attn_node(int B, int H, int Hk, int Sq, int Sk, int D, Profile p, int cluster) {

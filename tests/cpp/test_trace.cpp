@@ -306,6 +306,56 @@ TEST(Trace, CustomOps) {
   EXPECT_EQ(d.nodes[5].itype->str(), "ElementwiseBinary(op=mul,alpha=1)");
 }
 
+// nn.Linear on a 2-D input after AOTAutograd: t(weight) + addmm(bias, x, t).
+TEST(Trace, AddmmIsGemmWithBias) {
+  GraphBuilder b;
+  const int w = b.placeholder("arg0_1", {32, 64});
+  const int bias = b.placeholder("arg1_1", {32});
+  const int x = b.placeholder("arg2_1", {16, 64});
+  const int t = b.call("t", "aten.t.default", {ref(w)}, {64, 32});
+  const int mm = b.call("addmm", "aten.addmm.default", {ref(bias), ref(x), ref(t)}, {16, 32});
+  b.output({mm});
+  const DAG d = trace(b.g);
+  ASSERT_EQ(d.nodes.size(), 5u);
+  const Node& n = by_name(d, "addmm");
+  EXPECT_EQ(n.itype->str(), "Gemm(tb,bias_row)");
+  ASSERT_EQ(n.inputs.size(), 3u);  // A, B, bias
+  EXPECT_EQ(n.inputs[0].node, by_name(d, "arg2_1").id);
+  EXPECT_EQ(n.inputs[1].node, by_name(d, "arg0_1").id);
+  EXPECT_EQ(n.inputs[2].node, by_name(d, "arg1_1").id);
+  EXPECT_EQ(n.inputs[1].range.view_dim, (std::array<int8_t, 4>{-1, -1, 3, 2}));
+
+  // A full (M, N) bias, beta/alpha passed as 1 explicitly; and baddbmm.
+  GraphBuilder b2;
+  const int c = b2.placeholder("c", {16, 32});
+  const int x2 = b2.placeholder("x", {16, 64});
+  const int w2 = b2.placeholder("w", {64, 32});
+  const int am = b2.call("addmm", "aten.addmm.default", {ref(c), ref(x2), ref(w2)}, {16, 32});
+  b2.g.nodes[am].kwargs = {{"beta", num(1)}, {"alpha", real(1.0)}};
+  const int c3 = b2.placeholder("c3", {32});
+  const int a3 = b2.placeholder("a3", {2, 16, 64});
+  const int b3 = b2.placeholder("b3", {2, 64, 32});
+  const int bb = b2.call("baddbmm", "aten.baddbmm.default", {ref(c3), ref(a3), ref(b3)}, {2, 16, 32});
+  b2.output({am, bb});
+  const DAG d2 = trace(b2.g);
+  EXPECT_EQ(by_name(d2, "addmm").itype->str(), "Gemm(bias_full)");
+  EXPECT_EQ(by_name(d2, "baddbmm").itype->str(), "Gemm(bias_row)");
+}
+
+TEST(Trace, AddmmBetaAlphaOtherThanOneRejected) {
+  for (const char* k : {"beta", "alpha"}) {
+    GraphBuilder b;
+    const int c = b.placeholder("c", {32});
+    const int x = b.placeholder("x", {16, 64});
+    const int w = b.placeholder("w", {64, 32});
+    const int am = b.call("addmm_7", "aten.addmm.default", {ref(c), ref(x), ref(w)}, {16, 32});
+    b.g.nodes[am].kwargs = {{k, real(0.5)}};
+    b.output({am});
+    expect_error(b.g, {"node 'addmm_7' (aten.addmm.default): ", std::string(k) + "=0.5 is not supported",
+                       "beta and alpha must be 1"});
+  }
+}
+
 // mul = x * y; auto_functionalized_v2(elementwise_binary_, b=y, op='add', alpha=1.0, _a_base_index=0,
 // _all_bases=[mul]) -> (None, new mul); relu(getitem(af, 1)).
 FxGraph functionalized_graph() {

@@ -1,10 +1,19 @@
-// CPU reference semantics of Gemm (docs/itypes.md): D rows = A rows @ B panel, accumulated over all K.
+// CPU reference semantics of Gemm (docs/itypes.md): D rows = A rows @ B panel (+ bias), accumulated over
+// all K in fp32 and rounded to bf16 once on store. Transposed operands are loaded as the backing box they
+// occupy and transposed here.
 #include "itypes/gemm.h"
 
 #include "reference/exec.h"
 #include "schedule/instruction.h"
 
 namespace mk {
+
+namespace {
+// The backing box of `rows` x `cols` at origin o (extents on the backing's last two dims).
+Box tile_box(const int32_t* o, int64_t rows, int64_t cols) {
+  return {{o[0], o[1], o[2], o[3]}, {o[0] + 1, o[1] + 1, o[2] + rows, o[3] + cols}};
+}
+}  // namespace
 
 void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
   const int32_t* a0 = in.indices;
@@ -13,10 +22,21 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
   const int64_t m_rows = in.indices[12], n_cols = in.indices[13], K = in.indices[14];
   // A rank past M computes nothing: it only runs to keep its cluster in lockstep.
   if (m_rows <= 0 || n_cols <= 0) return;
-  const std::vector<float> a =
-      ctx.load(in.src_tensors[0], {{a0[0], a0[1], a0[2], a0[3]}, {a0[0] + 1, a0[1] + 1, a0[2] + m_rows, a0[3] + K}});
-  const std::vector<float> b =
-      ctx.load(in.src_tensors[1], {{b0[0], b0[1], b0[2], b0[3]}, {b0[0] + 1, b0[1] + 1, b0[2] + K, b0[3] + n_cols}});
+  // a[m * K + k] and b[k * n_cols + n], whichever way the backing holds them.
+  std::vector<float> a = ctx.load(in.src_tensors[0], flags_.transpose_a ? tile_box(a0, K, m_rows) : tile_box(a0, m_rows, K));
+  std::vector<float> b = ctx.load(in.src_tensors[1], flags_.transpose_b ? tile_box(b0, n_cols, K) : tile_box(b0, K, n_cols));
+  if (flags_.transpose_a) {  // backing box is K x m_rows
+    std::vector<float> t(a.size());
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t m = 0; m < m_rows; ++m) t[m * K + k] = a[k * m_rows + m];
+    a.swap(t);
+  }
+  if (flags_.transpose_b) {  // backing box is n_cols x K
+    std::vector<float> t(b.size());
+    for (int64_t n = 0; n < n_cols; ++n)
+      for (int64_t k = 0; k < K; ++k) t[k * n_cols + n] = b[n * K + k];
+    b.swap(t);
+  }
   // fp32 accumulation, as the tensor cores do; m-k-n order so the inner loop runs along rows of B and D.
   std::vector<float> d(m_rows * n_cols, 0.f);
   for (int64_t m = 0; m < m_rows; ++m) {
@@ -27,8 +47,19 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
       for (int64_t n = 0; n < n_cols; ++n) drow[n] += av * brow[n];
     }
   }
-  ctx.store(in.dst_tensors[0], {{d0[0], d0[1], d0[2], d0[3]}, {d0[0] + 1, d0[1] + 1, d0[2] + m_rows, d0[3] + n_cols}},
-            d);
+  if (flags_.bias != Bias::none) {
+    // Fused epilogue: the bias joins the fp32 accumulator before the one rounding (as cuBLAS addmm).
+    const int slot = in.src_tensors[2];
+    const Coord4 s = ctx.meta(slot).padded();
+    int64_t off = in.indices[15];
+    int32_t o[4];
+    for (int k = 3; k >= 0; --k) o[k] = static_cast<int32_t>(off % s[k]), off /= s[k];
+    const bool row = flags_.bias == Bias::row;
+    const std::vector<float> c = ctx.load(slot, tile_box(o, row ? 1 : m_rows, n_cols));
+    for (int64_t m = 0; m < m_rows; ++m)
+      for (int64_t n = 0; n < n_cols; ++n) d[m * n_cols + n] += c[(row ? 0 : m * n_cols) + n];
+  }
+  ctx.store(in.dst_tensors[0], tile_box(d0, m_rows, n_cols), d);
 }
 
 }  // namespace mk

@@ -1,0 +1,268 @@
+// Views folded into edge ranges: TensorRange::permute / transpose, and the tracer folding aten.t,
+// aten.transpose.int, aten.permute.default (alone and chained with select/slice) and no-op reshapes.
+#include <gtest/gtest.h>
+
+#include "fx_builder.h"
+#include "ir/error.h"
+#include "itypes/gemm.h"
+#include "trace/tracer.h"
+
+namespace mk {
+namespace {
+
+using test::GraphBuilder;
+using test::list;
+using test::num;
+using test::ref;
+using Dims = std::array<int8_t, 4>;
+using Shape = std::vector<int64_t>;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "<no CompileError>";
+}
+
+#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "'" << (part) << "' not in: " << (msg)
+
+FxArg ints(std::vector<int64_t> v) {
+  std::vector<FxArg> items;
+  for (auto x : v) items.push_back(num(x));
+  return list(items);
+}
+
+const Node& by_name(const DAG& d, const std::string& name) {
+  for (const Node& n : d.nodes)
+    if (n.name == name) return n;
+  throw std::runtime_error("no node " + name);
+}
+
+// ---- TensorRange ----
+
+TEST(TensorRangeViews, PermuteReordersViewDimsOnly) {
+  const TensorRange x = TensorRange::full({2, 3, 4});
+  const TensorRange p = x.permute({2, 0, 1});
+  EXPECT_EQ(p.view_shape, (Shape{4, 2, 3}));
+  EXPECT_EQ(p.view_dim, (Dims{-1, 3, 1, 2}));
+  EXPECT_EQ(p.box, x.box);
+  EXPECT_EQ(p.to_backing(Coord4{0, 3, 1, 2}), (Coord4{0, 1, 2, 3}));
+  // A box in view coords lands on the backing dims each view dim runs along.
+  EXPECT_EQ(p.to_backing(Box{{0, 1, 0, 1}, {1, 3, 2, 3}}), (Box{{0, 0, 1, 1}, {1, 2, 3, 3}}));
+  EXPECT_FALSE(p.is_straight());
+  EXPECT_EQ(p.permute({1, 2, 0}), x);  // the inverse permutation restores the straight view
+  EXPECT_EQ(x.permute({-3, -2, -1}), x);
+  EXPECT_EQ(x.transpose(-1, -2), x.permute({0, 2, 1}));
+  EXPECT_EQ(x.transpose(1, 1), x);
+}
+
+TEST(TensorRangeViews, SelectThenTranspose) {
+  // W[1].t() on W (3, 64, 32): the box of W[1], rows of the view along W's columns.
+  const TensorRange w = TensorRange::full({3, 64, 32}).select(0, 1).transpose(0, 1);
+  EXPECT_EQ(w.view_shape, (Shape{32, 64}));
+  EXPECT_EQ(w.view_dim, (Dims{-1, -1, 3, 2}));
+  EXPECT_EQ(w.box.str(), "((0,1),(1,2),(0,64),(0,32))");
+  EXPECT_EQ(w.to_backing(Box{{0, 0, 4, 10}, {1, 1, 8, 20}}).str(), "((0,1),(1,2),(10,20),(4,8))");
+  EXPECT_EQ(w.to_backing(Coord4{0, 0, 5, 7}), (Coord4{0, 1, 7, 5}));
+  EXPECT_TRUE(Gemm::is_transposed(w));
+  EXPECT_EQ(w.str(), "((0,1),(1,2),(0,64),(0,32)) view[32,64] on backing dims [-1,-1,3,2]");
+}
+
+TEST(TensorRangeViews, SliceAndSelectAfterPermute) {
+  // x.t()[16:48]: the slice runs along the backing's columns.
+  const TensorRange s = TensorRange::full({64, 128}).transpose(0, 1).slice(0, 16, 48);
+  EXPECT_EQ(s.view_shape, (Shape{32, 64}));
+  EXPECT_EQ(s.box.str(), "((0,1),(0,1),(0,64),(16,48))");
+  EXPECT_EQ(s.view_dim, (Dims{-1, -1, 3, 2}));
+  // x.permute(2, 0, 1)[:, 1]: selects backing dim 0 (now view dim 1).
+  const TensorRange p = TensorRange::full({2, 3, 4}).permute({2, 0, 1}).select(1, 1);
+  EXPECT_EQ(p.view_shape, (Shape{4, 3}));
+  EXPECT_EQ(p.view_dim, (Dims{-1, -1, 3, 2}));
+  EXPECT_EQ(p.box.str(), "((0,1),(1,2),(0,3),(0,4))");
+  // A selected batch row then transposed batches: view dims on backing dims (1, 3, 2).
+  const TensorRange b = TensorRange::full({3, 2, 8, 16}).select(0, 2).transpose(1, 2);
+  EXPECT_EQ(b.view_dim, (Dims{-1, 1, 3, 2}));
+  EXPECT_EQ(b.view_shape, (Shape{2, 16, 8}));
+}
+
+TEST(TensorRangeViews, IsFullNeedsStraightLayout) {
+  const TensorRange sq = TensorRange::full({64, 64});
+  EXPECT_TRUE(sq.is_full({1, 1, 64, 64}));
+  // Same box and padded shape, but transposed: not the whole tensor as it is laid out.
+  EXPECT_FALSE(sq.transpose(0, 1).is_full({1, 1, 64, 64}));
+  // Size-1 dims may run anywhere.
+  const TensorRange one = TensorRange::full({1, 64});
+  EXPECT_TRUE(one.permute({0, 1}).is_straight());
+  EXPECT_FALSE(one.transpose(0, 1).is_straight());  // (64, 1): rows along the backing's columns
+}
+
+TEST(TensorRangeViews, PermuteRejectsNonPermutations) {
+  const TensorRange x = TensorRange::full({2, 3, 4});
+  EXPECT_HAS(error_of([&] { x.permute({0, 1}); }), "permute: dims [0, 1] must name each of the 3 dims");
+  EXPECT_HAS(error_of([&] { x.permute({0, 1, 1}); }), "repeat dim 1");
+  EXPECT_HAS(error_of([&] { x.permute({0, 1, 3}); }), "permute: dim 3 is out of range for a rank-3 view");
+  EXPECT_HAS(error_of([&] { x.transpose(0, -4); }), "transpose: dim -4 is out of range");
+}
+
+// ---- tracer ----
+
+TEST(TraceViews, MmWithPermutedWeight) {
+  // x @ W.T as Dynamo emits it: permute(W, [1, 0]) + mm.
+  GraphBuilder b;
+  const int x = b.placeholder("x", {16, 64});
+  const int W = b.placeholder("W", {32, 64});
+  const int p = b.call("permute", "aten.permute.default", {ref(W), ints({1, 0})}, {64, 32});
+  const int mm = b.call("mm", "aten.mm.default", {ref(x), ref(p)}, {16, 32});
+  b.output({mm});
+  const DAG d = trace(b.g);
+  ASSERT_EQ(d.nodes.size(), 4u);  // x, W, mm, output: the permute is folded
+  const Node& n = by_name(d, "mm");
+  EXPECT_EQ(n.itype->str(), "Gemm(tb)");
+  EXPECT_EQ(n.inputs[1].node, by_name(d, "W").id);
+  EXPECT_EQ(n.inputs[1].range.view_dim, (Dims{-1, -1, 3, 2}));
+  EXPECT_EQ(n.inputs[1].range.view_shape, (Shape{64, 32}));
+  EXPECT_EQ(n.inputs[1].range.box.str(), "((0,1),(0,1),(0,32),(0,64))");
+  EXPECT_EQ(n.inputs[0].range.view_dim, (Dims{-1, -1, 2, 3}));
+}
+
+TEST(TraceViews, TransposeBothOperandsWithT) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 16});
+  const int y = b.placeholder("y", {32, 64});
+  const int t = b.call("t", "aten.t.default", {ref(x)}, {16, 64});
+  const int t1 = b.call("t_1", "aten.t.default", {ref(y)}, {64, 32});
+  const int mm = b.call("mm", "aten.mm.default", {ref(t), ref(t1)}, {16, 32});
+  b.output({mm});
+  const DAG d = trace(b.g);
+  EXPECT_EQ(by_name(d, "mm").itype->str(), "Gemm(ta,tb)");
+  EXPECT_EQ(by_name(d, "mm").itype->params(), "ta,tb");
+}
+
+TEST(TraceViews, SelectThenTOnStackedWeights) {
+  // x @ W[1].t() with W (3, N, K): select + t.
+  GraphBuilder b;
+  const int x = b.placeholder("x", {16, 64});
+  const int W = b.placeholder("W", {3, 32, 64});
+  const int s = b.call("select", "aten.select.int", {ref(W), num(0), num(1)}, {32, 64});
+  const int t = b.call("t", "aten.t.default", {ref(s)}, {64, 32});
+  const int mm = b.call("mm", "aten.mm.default", {ref(x), ref(t)}, {16, 32});
+  b.output({mm});
+  const DAG d = trace(b.g);
+  const Edge& e = by_name(d, "mm").inputs[1];
+  EXPECT_EQ(by_name(d, "mm").itype->str(), "Gemm(tb)");
+  EXPECT_EQ(e.range.box.str(), "((0,1),(1,2),(0,32),(0,64))");
+  EXPECT_EQ(e.range.view_dim, (Dims{-1, -1, 3, 2}));
+}
+
+TEST(TraceViews, SliceThenTAndTThenSlice) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {16, 64});
+  const int W = b.placeholder("W", {48, 64});
+  // W[8:40].t(): (64, 32)
+  const int s = b.call("slice", "aten.slice.Tensor", {ref(W), num(0), num(8), num(40)}, {32, 64});
+  const int t = b.call("t", "aten.t.default", {ref(s)}, {64, 32});
+  const int mm = b.call("mm", "aten.mm.default", {ref(x), ref(t)}, {16, 32});
+  // W.t()[:, 8:40]: the same view reached the other way round.
+  const int t2 = b.call("t_2", "aten.t.default", {ref(W)}, {64, 48});
+  const int s2 = b.call("slice_2", "aten.slice.Tensor", {ref(t2), num(1), num(8), num(40)}, {64, 32});
+  const int mm2 = b.call("mm_2", "aten.mm.default", {ref(x), ref(s2)}, {16, 32});
+  b.output({mm, mm2});
+  const DAG d = trace(b.g);
+  const Edge& e = by_name(d, "mm").inputs[1];
+  EXPECT_EQ(e.range.box.str(), "((0,1),(0,1),(8,40),(0,64))");
+  EXPECT_EQ(e.range.view_dim, (Dims{-1, -1, 3, 2}));
+  EXPECT_EQ(by_name(d, "mm_2").inputs[1].range, e.range);
+  EXPECT_EQ(by_name(d, "mm_2").itype->str(), "Gemm(tb)");
+}
+
+TEST(TraceViews, BmmThroughNoOpExpandAndView) {
+  // a @ b.transpose(1, 2) on 3-D tensors, as AOTAutograd emits it: expand/view no-ops around bmm.
+  GraphBuilder b;
+  const int a = b.placeholder("a", {2, 8, 16});
+  const int c = b.placeholder("c", {2, 4, 16});
+  const int tr = b.call("transpose", "aten.transpose.int", {ref(c), num(1), num(2)}, {2, 16, 4});
+  const int ex = b.call("expand", "aten.expand.default", {ref(a), ints({2, 8, 16})}, {2, 8, 16});
+  const int v = b.call("view", "aten.view.default", {ref(ex), ints({2, 8, 16})}, {2, 8, 16});
+  const int ex1 = b.call("expand_1", "aten.expand.default", {ref(tr), ints({2, -1, 4})}, {2, 16, 4});
+  const int v1 = b.call("view_1", "aten.view.default", {ref(ex1), ints({2, 16, 4})}, {2, 16, 4});
+  const int bmm = b.call("bmm", "aten.bmm.default", {ref(v), ref(v1)}, {2, 8, 4});
+  const int v2 = b.call("view_2", "aten.view.default", {ref(bmm), ints({2, 8, -1})}, {2, 8, 4});
+  b.output({v2});
+  const DAG d = trace(b.g);
+  ASSERT_EQ(d.nodes.size(), 4u);
+  const Node& n = by_name(d, "bmm");
+  EXPECT_EQ(n.itype->str(), "Gemm(tb)");
+  EXPECT_EQ(n.inputs[1].range.view_dim, (Dims{-1, 1, 3, 2}));
+  EXPECT_TRUE(n.inputs[0].range.is_full({1, 2, 8, 16}));
+  EXPECT_EQ(d.nodes.back().inputs[0].node, n.id);  // the no-op view in front of the output is folded
+}
+
+TEST(TraceViews, BatchPermutedGemmOperandRejected) {
+  GraphBuilder b;
+  const int a = b.placeholder("a", {2, 3, 8, 16});
+  const int c = b.placeholder("c", {3, 2, 16, 8});
+  const int p = b.call("permute", "aten.permute.default", {ref(c), ints({1, 0, 2, 3})}, {2, 3, 16, 8});
+  const int mm = b.call("matmul", "aten.matmul.default", {ref(a), ref(p)}, {2, 3, 8, 8});
+  b.output({mm});
+  // The tracer folds the permute; the Gemm rejects permuted batches when the schedule validates it.
+  const DAG d = trace(b.g);
+  const Node& n = by_name(d, "matmul");
+  NodeInfo info;
+  info.name = n.name;
+  info.target = n.target;
+  for (const Edge& e : n.inputs) info.inputs.push_back({d.nodes[e.node].outputs[e.output], e.range});
+  info.outputs = n.outputs;
+  const std::string msg = error_of([&] { n.itype->validate(info); });
+  EXPECT_HAS(msg, "node 'matmul' (aten.matmul.default): input B view");
+  EXPECT_HAS(msg, "batch dims must run along the backing's batch dims in order");
+}
+
+TEST(TraceViews, TransposedViewInFrontOfOutputRejected) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 64});
+  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 64});
+  const int t = b.call("t", "aten.t.default", {ref(r)}, {64, 64});
+  b.output({t});
+  EXPECT_HAS(error_of([&] { trace(b.g); }), "views in front of the output are not supported (output 't' is aten.t.default");
+}
+
+TEST(TraceViews, ReshapeRejectedWithShapes) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 64});
+  const int v = b.call("view_3", "aten.view.default", {ref(x), ints({32, 128})}, {32, 128});
+  const int r = b.call("relu", "aten.relu.default", {ref(v)}, {32, 128});
+  b.output({r});
+  EXPECT_HAS(error_of([&] { trace(b.g); }),
+             "node 'view_3' (aten.view.default): reshaping a [64, 64] view to [32, 128] is not supported");
+  GraphBuilder b2;
+  const int y = b2.placeholder("y", {1, 64});
+  const int e = b2.call("expand", "aten.expand.default", {ref(y), ints({8, 64})}, {8, 64});
+  b2.output({b2.call("relu", "aten.relu.default", {ref(e)}, {8, 64})});
+  EXPECT_HAS(error_of([&] { trace(b2.g); }), "broadcasting a [1, 64] view to [8, 64] is not supported");
+}
+
+TEST(TraceViews, BadPermuteNamesNode) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {8, 16});
+  const int p = b.call("permute_4", "aten.permute.default", {ref(x), ints({0, 0})}, {8, 8});
+  b.output({b.call("relu", "aten.relu.default", {ref(p)}, {8, 8})});
+  EXPECT_HAS(error_of([&] { trace(b.g); }), "node 'permute_4' (aten.permute.default): permute: dims [0, 0] repeat");
+  GraphBuilder b2;
+  const int y = b2.placeholder("y", {2, 8, 16});
+  const int t = b2.call("t_5", "aten.t.default", {ref(y)}, {16, 8, 2});
+  b2.output({b2.call("relu", "aten.relu.default", {ref(t)}, {16, 8, 2})});
+  EXPECT_HAS(error_of([&] { trace(b2.g); }), "node 't_5' (aten.t.default): t() expects a tensor with <= 2 dims");
+}
+
+TEST(TraceViews, FoldedShapeCheckedAgainstGraph) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {8, 16});
+  const int t = b.call("t", "aten.t.default", {ref(x)}, {8, 16});  // wrong meta: should be [16, 8]
+  b.output({b.call("relu", "aten.relu.default", {ref(t)}, {8, 16})});
+  EXPECT_HAS(error_of([&] { trace(b.g); }), "internal: the folded view has shape [16, 8], the graph says [8, 16]");
+}
+
+}  // namespace
+}  // namespace mk
