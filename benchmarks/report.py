@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["ceilings", "memory", "chain", "jit"]
+ORDER = ["ceilings", "memory", "chain", "jit", "gemm", "mlp"]
 
 
 def fmt(v):
@@ -33,6 +33,16 @@ def targets(files) -> list:
         e, g = best["baselines"]["eager"] / best["megakittens"], best["baselines"]["cuda_graph_of_eager"] / best["megakittens"]
         out.append(f"| 20-op chain >= 3x eager | {e:.2f}x | {'yes' if e >= 3 else 'no'} |")
         out.append(f"| 20-op chain >= 1.5x CUDA graph of eager | {g:.2f}x | {'yes' if g >= 1.5 else 'no'} |")
+    # Issue 4: GEMM >= 0.95x cuBLAS at 4096^3 and 8192^3; MLP (1024, 1024) <= 15 us per call.
+    for shape in ("4096x4096x4096", "8192x8192x8192"):
+        rs = [r for r in rows if r["suite"] == "gemm" and r["case"].startswith(shape) and r.get("ratio")]
+        if rs:
+            best = max(r["ratio"] for r in rs)
+            out.append(f"| GEMM {shape} >= 0.95x cuBLAS (stretch 1.05x) | {best:.2f}x | {'yes' if best >= 0.95 else 'no'} |")
+    rs = [r for r in rows if r["suite"] == "mlp" and "(1024,1024)" in r["case"] and r["megakittens"]]
+    if rs:
+        best = min(r["megakittens"] for r in rs)
+        out.append(f"| MLP (1024,1024) 3 layers <= 15 us | {best:.1f} us | {'yes' if best <= 15 else 'no'} |")
     for r in rows:
         if r["suite"] == "jit" and r.get("target_ms"):
             ok = r["megakittens"] <= r["target_ms"]

@@ -2,7 +2,7 @@
 
 Suites: ceilings (copy bandwidth, cuBLAS 8192^3), memory (relu / add / RMSNorm from 4096^2 to >= 256 MB,
 megakittens vs eager), chain (20 elementwise ops on 1024x1024 vs eager and a CUDA graph of eager),
-jit (cold and warm JIT of a small graph). Each writes benchmarks/results/<suite>.json; then
+jit (cold and warm JIT of a small graph), gemm and mlp (benchmarks/gemm.py). Each writes benchmarks/results/<suite>.json; then
 `python3 benchmarks/report.py` regenerates BENCHMARKS.md."""
 from __future__ import annotations
 
@@ -142,7 +142,10 @@ def suite_jit(env):
     return rows
 
 
-SUITES = {"ceilings": suite_ceilings, "jit": suite_jit, "chain": suite_chain, "memory": suite_memory}
+from gemm import suite_gemm, suite_mlp  # noqa: E402  (issue 4)
+
+SUITES = {"ceilings": suite_ceilings, "jit": suite_jit, "chain": suite_chain, "memory": suite_memory,
+          "gemm": suite_gemm, "mlp": suite_mlp}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(SUITES)

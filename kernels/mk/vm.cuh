@@ -3,7 +3,8 @@
 // 32 KB pages renamed through lid_release_order, per-instruction mbarriers, global counters with
 // epoch-scaled targets, and a %globaltimer watchdog on every spin loop.
 //
-// Before including this header the generated source defines MK_CLUSTER_SIZE and MK_NUM_SLOTS.
+// Before including this header the generated source defines MK_CLUSTER_SIZE, MK_NUM_SLOTS and
+// MK_NUM_XMAPS (the number of 128B-swizzled 64x64 tile maps, one per slot that a Gemm touches).
 #pragma once
 #include <cuda_bf16.h>
 
@@ -14,6 +15,9 @@
 #endif
 #ifndef MK_NUM_SLOTS
 #define MK_NUM_SLOTS 1
+#endif
+#ifndef MK_NUM_XMAPS
+#define MK_NUM_XMAPS 1
 #endif
 
 namespace mk {
@@ -76,17 +80,20 @@ struct SlotDesc {
   u64 ptr;
   i32 dims[4];  // padded (b, d, r, c)
   i32 flags;    // bit 0: maps[slot] holds a valid 128x128 bf16 tile map
-  i32 pad_;
+  i32 xmap;     // index into xmaps of this slot's 64x64 128B-swizzled bf16 tile map (Gemm), -1 none
 };
 static_assert(sizeof(SlotDesc) == 32, "SlotDesc layout is shared with the host");
 
-template <int NSLOTS>
+// Layout shared with src/runtime/launch.cpp (params_layout): xmaps start at the next 64-byte
+// boundary after slots.
+template <int NSLOTS, int NXMAPS = 1>
 struct GlobalsT {
   Common c;
   TensorMap maps[NSLOTS];
   SlotDesc slots[NSLOTS];
+  TensorMap xmaps[NXMAPS];  // 64x64 box, 128-byte swizzle (Gemm operands and epilogue)
 };
-using Globals = GlobalsT<MK_NUM_SLOTS>;
+using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 
 // One decoded instruction and its per-instruction state (seed §08).
 struct Stage {
@@ -130,6 +137,7 @@ struct Ctx {
   __device__ unsigned char* page(int lid) const { return pages + st->pid[lid] * kPageBytes; }
   __device__ u64* sem(int i) const { return &st->sems[i]; }
   __device__ const TensorMap* map(int slot) const { return &g->maps[slot]; }
+  __device__ const TensorMap* xmap(int slot) const { return &g->xmaps[g->slots[slot].xmap]; }
   __device__ const SlotDesc& slot(int s) const { return g->slots[s]; }
 };
 

@@ -88,9 +88,10 @@ class GpuKernel {
   int32_t epoch_ = 0, max_target_ = 1;
   uint32_t queue_launches_ = 0;
   int64_t launches_ = 0;
-  std::vector<unsigned char> params_;  // Common + maps + slot descriptors
+  std::vector<unsigned char> params_;  // Common + maps + slot descriptors + Gemm maps
   std::vector<uint64_t> params_ptrs_;  // slot pointers params_ was built for
   std::vector<bool> needs_map_;
+  std::vector<int> xmap_index_;  // per slot: its Gemm tile map in Globals::xmaps, -1 none
   int64_t planted_ = -1;
 };
 

@@ -1,0 +1,345 @@
+// Gemm: D = A @ B, bf16 in, fp32 accumulate in registers, bf16 out (DESIGN §7, hopper-notes §2.1,
+// docs/itypes.md). One instruction = one 128x256 tile of D (rows [m, m + m_rows), columns
+// [n0, n0 + n_cols)), all of K in 64-wide k-tiles.
+//
+// Roles.
+// - Loader (warp 9, one lane): TMA k-tiles into a 4-stage ring; stage s = A 128x64 (16 KB, two 64x64
+//   boxes) + B 64x256 (32 KB, four 64x64 boxes), full[s] (TMA bytes) / empty[s] (8 consumer warps).
+// - Consumers (warps 0-7): warpgroup wg owns rows 64wg..64wg+63 x 256 columns = 128 fp32 registers
+//   per thread; per k-tile four m64n256k16 wgmma (A and B from shared memory, 128-byte swizzle), one
+//   k-tile in flight (wait_group 1) before the previous stage is handed back. Epilogue: bf16 into a
+//   page in the TMA store layout (64x64 boxes, 128-byte swizzle), proxy fence, staged[wg].
+// - Storer (warp 10): reuse barriers, TMA-stores the staged boxes (clipped by TMA at the tensor's
+//   edges), frees the epilogue pages once the stores have read them, then store_done (global barrier
+//   arrive after the writes complete).
+//
+// [Note: gemm pages] lid 0 = A of stages 0 and 1, lids 1, 2 = B of stages 0, 1, lid 3 = A of stages
+// 2 and 3, lids 4, 5 = B of stages 2, 3, lid 6 = epilogue of warpgroup 0. Warpgroup 1 stages its
+// epilogue in the B page of the last k-tile's stage, once both warpgroups' last wgmma have read it
+// (empty[last] completes). Release order (lid_release_order): unused stage pages, then the stage
+// pages in the order their last k-tile drains, the epilogue pages last; so the next instruction's
+// first loads land in the pages that free up first, while this one is still in its epilogue.
+//
+// [Note: wgmma descriptors] (PTX "matrix descriptor"; layout type 1 = 128-byte swizzle; units of 16 B
+// below are written in bytes). TMA with CU_TENSOR_MAP_SWIZZLE_128B writes a 64-column bf16 box as
+// rows of 128 B, row r at r*128, its 16-byte chunk j at chunk j ^ (r % 8); every box starts 1024-byte
+// aligned, so the pattern matches the wgmma swizzle atom (8 rows x 128 B = 1024 B) with base offset 0.
+// - A (K-major: the (M, K) tile is row-major, K contiguous): a core-matrix group is 8 rows x 128 B,
+//   consecutive 8-row groups (along M) are 1024 B apart, so SBO = 1024; LBO is unused for swizzled
+//   K-major layouts (set to 16). The k16 step s of the 64-wide k-tile starts 16 elements = 32 B further
+//   into the 128-byte row: start + 32 s (the hardware applies the XOR swizzle to the final address,
+//   as TMA did when writing).
+// - B (N-major: the (K, N) tile is row-major, N contiguous; instruction bit imm-trans-b = 1): the
+//   canonical MN-major SW128 layout is ((8 x 16 B along N, n blocks), (8 rows along K, k groups)) with
+//   strides ((16 B, LBO), (128 B, SBO)). One 64x64 box holds 64 N-columns (one 128-byte row) for the
+//   64 k rows of the tile: the next 64 N-columns (next box) are 8192 B away -> LBO = 8192; the next 8
+//   k rows are 8 x 128 B = 1024 B away -> SBO = 1024. The k16 step s starts 16 rows further: +2048 s.
+//   (CuTe's make_gmma_desc<Major::MN> and ThunderKittens' transposed descriptor use the same values.)
+//
+// Edges: TMA zero-fills reads outside the backing tensor and clips stores at its edges. Boxes wholly
+// past m_rows / n_cols are not loaded (their accumulator rows/columns are never stored). A K that is
+// not a multiple of 64 reads zeros past K when the view ends at the backing's edge; when it does not
+// (a sliced view), the loader zeroes the tail of the last k-tile in shared memory before the consumers
+// use it (fixed semaphore). D is always a whole tensor (the Gemm's own output), so its tiles end at
+// the tensor's edges and TMA clipping is exact.
+#pragma once
+#include "mk/vm.cuh"
+
+namespace mk {
+
+struct Gemm {
+  static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
+  static constexpr int kBox = 64, kBoxBytes = kBox * kBox * 2;  // one 64x64 bf16 TMA box: 8 KB
+  static constexpr int kEpiLid = 6;
+  // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows n_cols K
+  static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14;
+  // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
+  // (the 4 warps of a warpgroup wrote their epilogue).
+  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9;
+  static constexpr int num_semaphores = 11;
+  static __device__ int semaphore_count(int i) {
+    return (i >= kEmpty && i < kFixed) ? kConsumerWarps : i >= kStaged ? 4 : 1;
+  }
+
+  struct Dims {
+    int m_rows, n_cols, K, nk, last;  // nk k-tiles; last = stage of the last k-tile (0 when nk = 0)
+  };
+  static __device__ __forceinline__ Dims dims(const i32* idx) {
+    Dims d;
+    d.m_rows = idx[kMRows];
+    d.n_cols = idx[kNCols];
+    d.K = idx[kK];
+    d.nk = (d.K + kBK - 1) / kBK;
+    d.last = d.nk > 0 ? (d.nk - 1) % kStages : 0;
+    return d;
+  }
+  static __device__ __forceinline__ int a_lid(int s) { return s < 2 ? 0 : 3; }
+  static __device__ __forceinline__ int b_lid(int s) { return s < 2 ? s + 1 : s + 2; }
+  static __device__ __forceinline__ int a_offset(int s) { return (s & 1) * 2 * kBoxBytes; }
+  // The last k-tile that uses stage s, -1 if none.
+  static __device__ __forceinline__ int last_use(int s, int nk) { return s < nk ? nk - 1 - (nk - 1 - s) % kStages : -1; }
+  // Whether lid (0-5) holds a stage this instruction loads into (or the epilogue's B page).
+  static __device__ __forceinline__ bool lid_used(int lid, const Dims& d) {
+    if (lid == 0) return d.nk >= 1;
+    if (lid == 3) return d.nk >= 3;
+    const int s = lid < 3 ? lid - 1 : lid - 2;
+    return s < d.nk || s == d.last;
+  }
+
+  static __device__ int lid_release_order(int q, const i32* inst) {
+    const Dims d = dims(inst + kWIndices);
+    if (d.m_rows <= 0) return q;  // the loader releases every page at once
+    // Release time of each lid; ties keep lid order.
+    int key[kNumPages];
+    for (int s = 0; s < kStages; ++s) key[b_lid(s)] = s == d.last ? 1 << 20 : last_use(s, d.nk);
+    key[0] = max(last_use(0, d.nk), last_use(1, d.nk));
+    key[3] = max(last_use(2, d.nk), last_use(3, d.nk));
+    key[kEpiLid] = (1 << 20) + 1;
+    for (int lid = 0; lid < kNumPages; ++lid) {
+      int rank = 0;
+      for (int j = 0; j < kNumPages; ++j) rank += key[j] < key[lid] || (key[j] == key[lid] && j < lid);
+      if (rank == q) return lid;
+    }
+    return q;
+  }
+
+  // The K tail of the last k-tile must be zeroed by hand when the views do not end at the backing's
+  // edge (TMA would read live data past K there).
+  static __device__ __forceinline__ bool needs_fix(const Ctx& c, const Dims& d) {
+    if (d.nk == 0 || d.K % kBK == 0) return false;
+    const i32* idx = c.idx();
+    const SlotDesc& a = c.slot(c.src_slot(0));
+    const SlotDesc& b = c.slot(c.src_slot(1));
+    return idx[kA + 3] + d.K < a.dims[3] || idx[kB + 2] + d.K < b.dims[2];
+  }
+
+  // Consumer wait in the k-loop, while wgmma may be in flight: every lane polls the mbarrier itself and
+  // the watchdog is inlined, because a lane-0 branch or a function call in front of the wgmma makes
+  // ptxas serialize them (C7518). Returns 0 when the phase completed, 1 when another warp aborted,
+  // 2 on a timeout (the caller reports it once no wgmma is pending).
+  static __device__ __forceinline__ int wait_mma(const Ctx& c, u64* bar, u32 parity, long long& waited) {
+    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return 0;
+    u64 start = 0;
+    u32 spins = 0;
+    while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
+      if ((++spins & kWatchEvery) == 0) {
+        if (ptx::ld_volatile(c.g->c.abort_flag) != 0) return 1;
+        const u64 now = ptx::globaltimer(), timeout = c.g->c.timeout_ns;
+        if (start == 0) start = now;
+        else if (timeout != 0 && now - start >= timeout) {
+          waited = static_cast<long long>(now - start);
+          return 2;
+        }
+      }
+    return 0;
+  }
+
+  static __device__ __forceinline__ bool wait_page_lane(Ctx& c, int lid) {
+    return wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+  }
+
+  static __device__ void load(Ctx& c) {
+    const i32* idx = c.idx();
+    const Dims d = dims(idx);
+    if (d.m_rows <= 0) {  // past M: nothing to compute, every page passes straight on
+      release_unused(c, 0);
+      return;
+    }
+    bool ok = true;
+    if (c.lane == 0)
+      for (int lid = 0; lid < 6 && ok; ++lid)
+        if (!lid_used(lid, d)) {
+          ok = wait_page_lane(c, lid);
+          if (ok) page_finish(c, lid);
+        }
+    if (!warp_ok(c, ok)) return;
+    if (!wait_inputs(c)) return;
+
+    const int na = d.m_rows > kBox ? 2 : 1;
+    const int nb = (d.n_cols + kBox - 1) / kBox;
+    if (c.lane == 0) {
+      const TensorMap* amap = c.xmap(c.src_slot(0));
+      const TensorMap* bmap = c.xmap(c.src_slot(1));
+      const i32* a = idx + kA;
+      const i32* b = idx + kB;
+      for (int kt = 0; kt < d.nk && ok; ++kt) {
+        const int s = kt & 3;
+        if (kt < kStages) {
+          if ((s & 1) == 0) ok = wait_page_lane(c, a_lid(s));
+          if (ok) ok = wait_page_lane(c, b_lid(s));
+        } else {
+          ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
+        }
+        if (!ok) break;
+        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, c.sem(kFull + s),
+                                                   static_cast<u32>((na + nb) * kBoxBytes));
+        unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
+        unsigned char* pb = c.page(b_lid(s));
+        for (int h = 0; h < na; ++h) {
+          const i32 coords[4] = {a[3] + kt * kBK, a[2] + h * kBox, a[1], a[0]};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pa + h * kBoxBytes, amap,
+                                          coords, c.sem(kFull + s));
+        }
+        for (int j = 0; j < nb; ++j) {
+          const i32 coords[4] = {b[3] + j * kBox, b[2] + kt * kBK, b[1], b[0]};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes, bmap,
+                                          coords, c.sem(kFull + s));
+        }
+      }
+    }
+    if (!warp_ok(c, ok)) return;
+
+    if (needs_fix(c, d)) {  // zero A columns and B rows [kr, 64) of the last k-tile
+      const int s = d.last, kr = d.K - (d.nk - 1) * kBK, w = kBK - kr;
+      if (!wait(c, c.sem(kFull + s), static_cast<u32>(((d.nk - 1) >> 2) & 1))) return;
+      unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
+      for (int e = c.lane; e < kBM * w; e += 32) {
+        const int r = e / w, col = kr + e % w;
+        *reinterpret_cast<unsigned short*>(pa + r * 128 + (((col >> 3) ^ (r & 7)) << 4) + (col & 7) * 2) = 0;
+      }
+      unsigned char* pb = c.page(b_lid(s));
+      for (int j = 0; j < 4; ++j)
+        for (int e = kr * 32 + c.lane; e < kBK * 32; e += 32)  // whole 128-byte rows, 4 bytes a lane
+          reinterpret_cast<u32*>(pb + j * kBoxBytes)[e] = 0u;
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // wgmma reads through the async proxy
+      __syncwarp();
+      if (c.lane == 0) arrive(c.sem(kFixed));
+    }
+
+    // Drain: as each stage's last k-tile is consumed, free its pages (not the epilogue's B page).
+    if (c.lane == 0)
+      for (int kt = d.nk > kStages ? d.nk - kStages : 0; kt < d.nk && ok; ++kt) {
+        const int s = kt & 3;
+        ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s);
+        if (!ok) break;
+        if (s != d.last) page_finish(c, b_lid(s));
+        if (last_use(s ^ 1, d.nk) < kt) page_finish(c, a_lid(s));
+      }
+    warp_ok(c, ok);
+  }
+
+  static __device__ void compute(Ctx& c) {
+    const Dims d = dims(c.idx());
+    if (d.m_rows <= 0) return;
+    const int wg = c.warp >> 2;
+    const bool active = wg * kBox < d.m_rows;  // warpgroup 1 idles (but keeps the protocol) for m_rows <= 64
+    const bool fix = needs_fix(c, d);
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+
+    for (int kt = 0; kt < d.nk; ++kt) {
+      const int s = kt & 3;
+      const bool last_fixed = kt == d.nk - 1 && fix;
+      const u32 parity = last_fixed ? 0u : static_cast<u32>((kt >> 2) & 1);
+      long long waited = 0;
+      // The failure path must be warp-uniform: wgmma_wait below is .aligned.
+      const int r = __reduce_max_sync(0xffffffffu, wait_mma(c, c.sem(last_fixed ? kFixed : kFull + s), parity, waited));
+      if (r != 0) {
+        ptx::wgmma_wait<0>();
+        if (r == 2) raise_abort(c, 3, last_fixed ? kFixed : kFull + s, static_cast<int>(parity), -1, waited);
+        c.aborted = true;
+        return;
+      }
+      {
+        const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);
+        const u32 b0 = ptx::smem_addr(c.page(b_lid(s)));
+#pragma unroll
+        for (int i = 0; i < 128; ++i) ptx::fence_operand(acc[i]);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < kBK / 16; ++k)
+          ptx::wgmma_m64n256k16_bf16_tb(acc, ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
+                                        ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024), 1);
+        ptx::wgmma_commit();
+        ptx::wgmma_wait<1>();  // k-tile kt-1 has been read: hand its stage back
+#pragma unroll
+        for (int i = 0; i < 128; ++i) ptx::fence_operand(acc[i]);
+      }
+      if (kt > 0) {
+        __syncwarp();
+        if (c.lane == 0) arrive(c.sem(kEmpty + ((kt - 1) & 3)));
+      }
+    }
+    {
+      ptx::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < 128; ++i) ptx::fence_operand(acc[i]);
+    }
+    if (d.nk > 0) {
+      __syncwarp();
+      if (c.lane == 0) arrive(c.sem(kEmpty + d.last));
+    }
+    if (!active) return;
+
+    // Epilogue page: lid 6 (warpgroup 0), the last stage's B page once both warpgroups read it (1).
+    unsigned char* out;
+    if (wg == 0) {
+      if (!page_wait(c, kEpiLid)) return;
+      out = c.page(kEpiLid);
+    } else {
+      if (d.nk > 0) {
+        if (!wait(c, c.sem(kEmpty + d.last), static_cast<u32>(((d.nk - 1) >> 2) & 1))) return;
+      } else if (!page_wait(c, b_lid(0))) {
+        return;
+      }
+      out = c.page(b_lid(d.last));
+    }
+    // Thread (warp w, lane l) holds rows 16w + l/4 (+8) and columns 8i + 2(l%4) (+1), i < 32: box
+    // i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4 (conflict-free: the 8 rows of a
+    // store hit 8 different chunks).
+    const int w = c.warp & 3, l = c.lane, r0 = 16 * w + (l >> 2);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+        *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
+      }
+    }
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kStaged + wg));
+  }
+
+  static __device__ void store(Ctx& c) {
+    const i32* idx = c.idx();
+    const Dims d = dims(idx);
+    if (d.m_rows > 0) {
+      if (!wait_reuse(c)) return;
+      const int ds = c.dst_slot(0);
+      const TensorMap* dmap = c.xmap(ds);
+      const i32* o = idx + kD;
+      const int nb = (d.n_cols + kBox - 1) / kBox;
+      for (int wg = 0; wg < 2 && wg * kBox < d.m_rows; ++wg) {
+        if (!wait(c, c.sem(kStaged + wg), 0)) return;
+        if (c.lane == 0) {
+          unsigned char* src = wg == 0 ? c.page(kEpiLid) : c.page(b_lid(d.last));
+          for (int j = 0; j < nb; ++j) {
+            const i32 coords[4] = {o[3] + j * kBox, o[2] + wg * kBox, o[1], o[0]};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, dmap, coords,
+                                            src + j * kBoxBytes);
+          }
+          cuda::ptx::cp_async_bulk_commit_group();
+        }
+      }
+      bool ok = true;
+      if (c.lane == 0) {
+        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+        // Both epilogue pages were waited by their writers (or the loader); wait again so that a page
+        // no warpgroup wrote (m_rows <= 64, K = 0) is still released exactly once after its wait.
+        ok = wait_page_lane(c, kEpiLid) && wait_page_lane(c, b_lid(d.last));
+        if (ok) {
+          page_finish(c, kEpiLid);
+          page_finish(c, b_lid(d.last));
+        }
+      }
+      if (!warp_ok(c, ok)) return;
+    }
+    store_done(c);
+  }
+};
+
+}  // namespace mk
