@@ -1,7 +1,8 @@
 """Debug artifacts under the log directory: the DAG (JSON + graphviz picture) and the schedule text.
 
-Files are named ``<qualname>.<NN>.<kind>``; NN counts compiled graphs in this process. The directory is
-``./log`` unless the environment variable MEGAKITTENS_LOG_DIR says otherwise.
+Files are named ``<qualname>.<NN>.<kind>``; NN counts compiled graphs, continuing after the highest NN
+already in the directory, so a later run never overwrites an earlier one. The directory is ``./log``
+unless the environment variable MEGAKITTENS_LOG_DIR says otherwise.
 """
 from __future__ import annotations
 
@@ -17,17 +18,27 @@ from typing import Any
 _counter = itertools.count()
 
 
-def next_number() -> int:
-    """The process-global graph number NN shared by all artifacts of one compiled graph."""
-    return next(_counter)
+def _log_dir() -> Path:
+    return Path(os.environ.get("MEGAKITTENS_LOG_DIR", "log"))
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)  # "<locals>" -> "_locals_"
+
+
+def next_number(name: str) -> int:
+    """The graph number NN shared by all artifacts of one compiled graph: process-global, and past every
+    NN that files of ``name`` already use in the log directory."""
+    used = [int(m.group(1)) for f in (_log_dir().glob(f"{_safe(name)}.*") if _log_dir().is_dir() else [])
+            if (m := re.fullmatch(re.escape(_safe(name)) + r"\.(\d+)\..*", f.name))]
+    return max(next(_counter), max(used, default=-1) + 1)
 
 
 def log_path(name: str, number: int, suffix: str) -> Path:
-    """<log dir>/<name>.<NN>.<suffix>, creating the directory; name is made file-safe ("<locals>" -> "_locals_")."""
-    directory = Path(os.environ.get("MEGAKITTENS_LOG_DIR", "log"))
+    """<log dir>/<name>.<NN>.<suffix>, creating the directory; name is made file-safe."""
+    directory = _log_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    return directory / f"{safe}.{number:02d}.{suffix}"
+    return directory / f"{_safe(name)}.{number:02d}.{suffix}"
 
 
 def dag_to_dict(dag: Any) -> dict:

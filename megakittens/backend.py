@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import atexit
+import collections
 import time
 from typing import Any, Callable
 
@@ -17,8 +18,10 @@ from megakittens import _C, artifacts, fx_export
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options
 
-# Every Dispatcher built in this process, oldest first (tests and debugging read the last one).
-dispatchers: list[Dispatcher] = []
+# The most recent Dispatchers built in this process, oldest first (tests and debugging read the last
+# one); bounded so that a long-running process does not keep every compiled program alive.
+dispatchers: "collections.deque[Dispatcher]" = collections.deque(maxlen=32)
+compiled_count = 0  # Dispatchers built so far in this process
 
 
 @atexit.register
@@ -55,7 +58,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     dag = _C.trace(fx_export.export_graph(gm, name, is_backward))
     if options.verbose:
         _log(f"trace {(time.perf_counter() - t0) * 1e3:.1f} ms ({len(dag.nodes)} nodes)")
-    number = artifacts.next_number() if options.save_dag or options.save_schedule else -1
+    number = artifacts.next_number(name) if options.save_dag or options.save_schedule else -1
     if options.save_dag:
         path = artifacts.save_dag(dag, name, number)
         if options.verbose:
@@ -75,7 +78,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         if options.verbose:
             _log(f"saved {path}")
     dispatcher = Dispatcher(program, dag, gm, options)
+    global compiled_count
     dispatchers.append(dispatcher)
+    compiled_count += 1
     if options.verbose:
         _log("dispatcher ready")
     return make_boxed_func(dispatcher)

@@ -54,6 +54,7 @@ class Dispatcher:
         self.slots = list(program.slots)
         self.input_slots = list(program.input_slots)
         self.output_slots = list(program.output_slots)
+        self._output_views = list(program.output_views)
         # Input slots that some instruction writes (in-place ops): they get a private copy per call,
         # so the caller's tensor is never written.
         written = {s for n in program.nodes for s in n.dst_slots}
@@ -134,14 +135,7 @@ class Dispatcher:
                                        global_work_queue=self.options.global_work_queue)
         self.calls += 1
 
-        args_by_slot = {s: args[k] for k, s in self._arg_slots}
-        outs = []
-        for s in self.output_slots:
-            if s in args_by_slot and s not in self._copy_inputs:
-                outs.append(args_by_slot[s])  # the graph returns one of its inputs unchanged
-            else:
-                outs.append(tensors[s].to(device) if device.type != "cpu" else tensors[s])
-        return outs
+        return self._outputs(args, tensors, device)
 
     def _call_gpu(self, args: tuple, device: torch.device) -> list[torch.Tensor]:
         """One megakernel launch on torch's current stream; every non-input slot is a fresh tensor."""
@@ -157,8 +151,24 @@ class Dispatcher:
         tensors = gpu.allocate_slots(self.program, given, device=device)
         gpu.run_program_gpu(self.program, tensors, options=self.options)
         self.calls += 1
+        return self._outputs(args, tensors, device)
+
+    def _outputs(self, args: tuple, tensors: list, device: torch.device) -> list[torch.Tensor]:
+        """The graph outputs: each its slot's tensor (a returned input is the caller's own tensor, as in
+        eager), seen through the output's view when the graph returns one (zero-copy, as_strided)."""
         by_slot = {s: args[k] for k, s in self._arg_slots}
-        return [by_slot[s] if s in by_slot and s not in self._copy_inputs else tensors[s] for s in self.output_slots]
+        outs = []
+        for s, view in zip(self.output_slots, self._output_views):
+            src = by_slot.get(s)
+            if src is not None and s not in self._copy_inputs and src.is_contiguous():
+                t = src
+            else:
+                t = tensors[s] if tensors[s].device == device else tensors[s].to(device)
+            if view is not None:
+                offset, sizes, strides = view
+                t = t.as_strided(sizes, strides, t.storage_offset() + offset)
+            outs.append(t)
+        return outs
 
     @staticmethod
     def _fresh(meta: Any) -> torch.Tensor:

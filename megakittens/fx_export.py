@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import is_concrete_int
 
 NodeTuple = tuple  # (name, op, target, args, kwargs, outputs, multi_output)
 
@@ -29,11 +30,24 @@ def target_name(node: torch.fx.Node) -> str:
     return getattr(t, "__name__", str(t))
 
 
-def _tensor_record(v: Any) -> Optional[tuple]:
+def _static(dims: Any, node: torch.fx.Node) -> tuple:
+    """Plain ints of a shape/stride; raises CompileError for a symbolic (dynamic) size."""
+    out = []
+    for d in dims:
+        if not is_concrete_int(d):
+            from megakittens import _C
+            raise _C.CompileError(
+                f"node '{node.name}' ({target_name(node)}): megakittens compiles static shapes only, got the "
+                f"symbolic size {d} in {list(dims)}; use megakittens.compile, or torch.compile(..., dynamic=False)")
+        out.append(int(d))
+    return tuple(out)
+
+
+def _tensor_record(v: Any, node: torch.fx.Node) -> Optional[tuple]:
     """(shape, stride, dtype, device) of a (fake) tensor; None for a non-tensor output."""
     if isinstance(v, torch.Tensor):
-        return (tuple(int(s) for s in v.shape), tuple(int(s) for s in v.stride()),
-                str(v.dtype).removeprefix("torch."), str(v.device))
+        return (_static(v.shape, node), _static(v.stride(), node), str(v.dtype).removeprefix("torch."),
+                str(v.device))
     return None
 
 
@@ -57,8 +71,8 @@ def encode_outputs(node: torch.fx.Node, gm: Optional[torch.nn.Module] = None) ->
         return [], False
     val = _meta_value(node, gm)
     if isinstance(val, (tuple, list)):
-        return [_tensor_record(v) for v in val], True
-    return [_tensor_record(val)], False
+        return [_tensor_record(v, node) for v in val], True
+    return [_tensor_record(val, node)], False
 
 
 def encode_nodes(graph: torch.fx.Graph, gm: Optional[torch.nn.Module] = None,

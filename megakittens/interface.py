@@ -1,6 +1,7 @@
 """``megakittens.compile``: capture a function or module with Dynamo + AOTAutograd (seed §01)."""
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Callable, Optional
 
@@ -17,8 +18,15 @@ def _qualname(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__qualname__
 
 
+@functools.lru_cache(maxsize=256)
+def _backend(options: Options, name: str) -> Any:
+    # One backend object per (options, name): Dynamo keys its cache on the backend, so compiling the
+    # same function again with the same options reuses the compiled graph instead of recompiling.
+    return backend.make_aot_backend(options, name)
+
+
 def _capture(fn: Callable, options: Options) -> Callable:
-    aot = backend.make_aot_backend(options, _qualname(fn))
+    aot = _backend(options, _qualname(fn))
     optimize = getattr(torch._dynamo, "optimize", None)
     if optimize is None:  # a torch without the seed's entry point
         if not options.enable:

@@ -19,7 +19,7 @@ def _ab():
 
 
 def _num_dispatchers():
-    return len(mk_backend.dispatchers)
+    return mk_backend.compiled_count
 
 
 # --- decorator forms ---------------------------------------------------------------------------------
@@ -212,3 +212,71 @@ def test_error_classes_exported():
     for cls in (megakittens.CompileError, megakittens.DeadlockError, megakittens.RaceError):
         assert issubclass(cls, RuntimeError)
     assert isinstance(megakittens.__version__, str)
+
+
+# --- regressions from a fresh user's session ------------------------------------------------------------
+
+def test_dead_input_computation():
+    """An input only used by dead code has no slot; the interpreter must not trip over it."""
+    @megakittens.compile
+    def f(x, y):
+        unused = y * y  # noqa: F841
+        return torch.relu(x)
+
+    x, y = _ab()
+    assert rel_err(f(x, y), torch.relu(x)) <= 1e-2
+
+
+def test_dynamic_shapes_rejected_clearly():
+    """torch.compile marks a size dynamic after a shape change; megakittens compiles static shapes only."""
+    g = torch.compile(lambda a, b: torch.relu(a + b), backend="megakittens")
+    a, b = _ab()
+    assert rel_err(g(a, b), relu_add(a, b)) <= 1e-2
+    with pytest.raises(Exception, match="static shapes only"):
+        g(randn(32, 128), randn(32, 128))
+    h = torch.compile(relu_add, backend="megakittens", dynamic=False)
+    for rows in (64, 32, 16):
+        a, b = randn(rows, 128), randn(rows, 128)
+        assert rel_err(h(a, b), relu_add(a, b)) <= 1e-2
+
+
+def test_compiling_again_reuses_the_graph():
+    """Ten compiles of the same function with the same options stay under Dynamo's recompile limit."""
+    a, b = _ab()
+    n = _num_dispatchers()
+    for _ in range(10):
+        assert rel_err(megakittens.compile(relu_add)(a, b), relu_add(a, b)) <= 1e-2
+    assert _num_dispatchers() == n + 1
+
+
+def test_linear_module_with_trainable_parameters():
+    """Parameters that require grad put aten.detach into the forward graph; it folds away."""
+    torch.manual_seed(1)
+    m = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64)).to(torch.bfloat16)
+    x = randn(32, 128)
+    with torch.no_grad():
+        ref = m(x)
+    assert rel_err(megakittens.compile(m)(x), ref) <= 1e-2
+
+
+def test_log_numbers_continue_after_existing_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEGAKITTENS_LOG_DIR", str(tmp_path))
+    (tmp_path / "relu_add.41.graph.json").write_text("{}")
+    megakittens.compile(relu_add, save_schedule=True)(*_ab())
+    assert (tmp_path / "relu_add.42.schedule.txt").exists()
+    assert (tmp_path / "relu_add.41.graph.json").read_text() == "{}"
+
+
+def test_returned_views_alias_their_slot():
+    """A graph may return views (slice, select, transpose) of its results or inputs: zero-copy, as eager."""
+    def f(x, W):
+        y = torch.relu(x @ W)
+        return y[8:40], y.t(), W[1], y[3]
+
+    x, W = randn(64, 128), randn(3, 128, 128, scale=128 ** -0.5)
+    outs = megakittens.compile(lambda x, W: f(x, W[0])[:3] + (W[1],))(x, W)
+    refs = f(x, W[0])[:3] + (W[1],)
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape and rel_err(o, r) <= 1e-2
+    assert outs[1].data_ptr() == outs[0].data_ptr() - 8 * 128 * 2  # both views of the one result slot
+    assert outs[3].data_ptr() == W[1].data_ptr()  # a view of an input is the caller's memory

@@ -196,6 +196,20 @@ TensorRange TensorRange::transpose(int64_t dim0, int64_t dim1) const {
   return permute(dims);
 }
 
+TensorRange::Strided TensorRange::strided(const Coord4& backing) const {
+  Coord4 stride{0, 0, 0, 1};
+  for (int d = 2; d >= 0; --d) stride[d] = stride[d + 1] * backing[d + 1];
+  Strided out;
+  for (int d = 0; d < 4; ++d) out.offset += box.lo[d] * stride[d];
+  const int pad = 4 - static_cast<int>(view_shape.size());
+  for (size_t i = 0; i < view_shape.size(); ++i) {
+    const int b = view_dim[pad + i];
+    out.sizes.push_back(view_shape[i]);
+    out.strides.push_back(b >= 0 ? stride[b] : 1);
+  }
+  return out;
+}
+
 std::string TensorRange::str() const {
   StrBuf os;
   os << box.str() << " view[";

@@ -76,6 +76,14 @@ struct TensorRange {
   TensorRange transpose(int64_t dim0, int64_t dim1) const;
   std::string str() const;  // "<box> view[1024,64]", plus " on backing dims [-1,-1,3,2]" when permuted
   bool operator==(const TensorRange&) const = default;
+
+  // The view as torch.as_strided arguments on a contiguous backing tensor of padded shape `backing`:
+  // element offset, sizes (= view_shape) and strides, in elements.
+  struct Strided {
+    int64_t offset = 0;
+    std::vector<int64_t> sizes, strides;
+  };
+  Strided strided(const Coord4& backing) const;
 };
 
 }  // namespace mk

@@ -70,6 +70,21 @@ void bind_schedule(nb::module_& m) {
       .def_ro("input_slots", &Program::input_slots)
       .def_ro("attr_slots", &Program::attr_slots)
       .def_ro("output_slots", &Program::output_slots)
+      .def_prop_ro("output_views", [](const Program& p) {
+        // Per output: None when it is its whole slot, else (offset, sizes, strides) for torch.as_strided.
+        nb::list out;
+        for (size_t k = 0; k < p.output_ranges.size(); ++k) {
+          const TensorRange& r = p.output_ranges[k];
+          const TensorMeta& m = p.slots[p.output_slots[k]];
+          if (r.is_full(m.padded()) && r.view_shape == m.shape) {
+            out.append(nb::none());
+          } else {
+            const TensorRange::Strided v = r.strided(m.padded());
+            out.append(nb::make_tuple(v.offset, v.sizes, v.strides));
+          }
+        }
+        return out;
+      })
       .def_prop_ro("icodes", [](const Program& p) {
         std::vector<std::string> v;
         for (const auto& it : p.icodes) v.push_back(it->str());

@@ -100,7 +100,8 @@ SlotMemory::SlotMemory(const Program& p, const std::vector<SlotBuffer>& bufs, bo
   for (size_t s = 0; s < p.slots.size(); ++s) tags_[s].assign(p.slots[s].numel(), -1);
   // Graph inputs hold valid data from the start: their writer is the input node.
   auto defined = [&](int s) { tags_.at(s).assign(p.slots[s].numel(), p.slot_producer[s]); };
-  for (int s : p.input_slots) defined(s);
+  for (int s : p.input_slots)
+    if (s >= 0) defined(s);  // -1: a runtime argument the graph never reads
   for (const auto& [path, s] : p.attr_slots) defined(s);
 }
 

@@ -135,7 +135,10 @@ void phase2_assign_slots(ScheduleState& st) {
       if (n.users[o].empty()) release(n.id, static_cast<int>(o));
   }
 
-  for (const Edge& e : dag.nodes[out_node].inputs) prog.output_slots.push_back(st.out_slot[e.node][e.output]);
+  for (const Edge& e : dag.nodes[out_node].inputs) {
+    prog.output_slots.push_back(st.out_slot[e.node][e.output]);
+    prog.output_ranges.push_back(e.range);
+  }
 }
 
 }  // namespace mk

@@ -46,9 +46,10 @@ struct Program {
   Profile profile;
   int cluster_size = 1;
   std::vector<TensorMeta> slots;                    // tensor_metas, <= 256
-  std::vector<int> input_slots;                     // runtime argument k lives in slot input_slots[k]
+  std::vector<int> input_slots;                     // runtime argument k lives in slot input_slots[k] (-1: unread)
   std::vector<std::pair<std::string, int>> attr_slots;  // get_attr path -> slot
   std::vector<int> output_slots;                    // graph outputs, in order
+  std::vector<TensorRange> output_ranges;           // the view of its slot each output returns
   std::vector<int> slot_producer;                   // DAG node id that first defines each slot
   std::vector<ITypePtr> icodes;                     // icodes[0] is Noop
   std::vector<NodeSchedule> nodes;                  // compute nodes, in schedule order

@@ -22,6 +22,8 @@ const char* view_schema(const std::string& target) {
   if (target == "aten.permute.default") return "self, dims";
   if (target == "aten.expand.default") return "self, size, *, implicit";
   if (target == "aten.view.default" || target == "aten._unsafe_view.default") return "self, size";
+  // Autograd bookkeeping (parameters that require grad): the same tensor, nothing to compute.
+  if (target == "aten.detach.default" || target == "aten.alias.default") return "self";
   return nullptr;
 }
 bool is_view(const FxNode& n) { return n.op == "call_function" && view_schema(n.target); }
@@ -244,11 +246,8 @@ class Tracer {
     e.output = map[out];
     e.range = TensorRange::full(dag_.nodes[e.node].outputs[e.output].shape);
     for (size_t k = views.size(); k-- > 0;) e.range = apply_view(*views[k], e.range);
-    // The output is a whole tensor: only views that change nothing (no-op reshapes) may precede it.
-    const TensorMeta& src = dag_.nodes[e.node].outputs[e.output];
-    if (to_output && !views.empty() && !(e.range.is_full(src.padded()) && e.range.view_shape == src.shape))
-      fail(who, ": views in front of the output are not supported (output '", views.front()->name, "' is ",
-           views.front()->target, " of '", p.name, "')");
+    // A view in front of the output stays on the edge: the dispatcher returns that view of the slot
+    // (zero-copy, aliasing like eager), e.g. a transposed weight AOTAutograd saves for backward.
     return e;
   }
 
@@ -270,6 +269,7 @@ class Tracer {
         return r.view_shape.size() == 2 ? r.transpose(0, 1) : r;
       }
       if (t == "aten.transpose.int") return r.transpose(c.i64("dim0"), c.i64("dim1"));
+      if (t == "aten.detach.default" || t == "aten.alias.default") return r;
       if (t == "aten.permute.default") return r.permute(c.ints("dims"));
       if (t == "aten.expand.default" || t == "aten.view.default" || t == "aten._unsafe_view.default") {
         const std::vector<int64_t> size = c.ints("size");

@@ -184,13 +184,17 @@ TEST(Trace, NonTensorPlaceholderRejected) {
   expect_error(b.g, {"input 's0'", "tensor"});
 }
 
-TEST(Trace, ViewInFrontOfOutputRejected) {
+TEST(Trace, ViewInFrontOfOutputStaysOnTheEdge) {
   GraphBuilder b;
   const int x = b.placeholder("x", {64, 128});
   const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 128});
   const int s = b.call("slice_1", "aten.slice.Tensor", {ref(r), num(0), num(0), num(32)}, {32, 128});
   b.output({s});
-  expect_error(b.g, {"views in front of the output are not supported", "slice_1"});
+  const DAG d = trace(b.g);
+  const Edge& e = d.nodes.back().inputs.at(0);
+  EXPECT_EQ(d.nodes[e.node].name, "relu");
+  EXPECT_EQ(e.range.view_shape, (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(e.range.box.hi[2], 32);
 }
 
 TEST(Trace, NoneOutputRejected) {

@@ -219,13 +219,23 @@ TEST(TraceViews, BatchPermutedGemmOperandRejected) {
   EXPECT_HAS(msg, "batch dims must run along the backing's batch dims in order");
 }
 
-TEST(TraceViews, TransposedViewInFrontOfOutputRejected) {
+TEST(TraceViews, TransposedViewInFrontOfOutputIsStrided) {
   GraphBuilder b;
-  const int x = b.placeholder("x", {64, 64});
-  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 64});
-  const int t = b.call("t", "aten.t.default", {ref(r)}, {64, 64});
+  const int x = b.placeholder("x", {64, 32});
+  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 32});
+  const int t = b.call("t", "aten.t.default", {ref(r)}, {32, 64});
   b.output({t});
-  EXPECT_HAS(error_of([&] { trace(b.g); }), "views in front of the output are not supported (output 't' is aten.t.default");
+  const DAG d = trace(b.g);
+  const TensorRange& v = d.nodes.back().inputs.at(0).range;
+  const TensorRange::Strided s = v.strided({1, 1, 64, 32});
+  EXPECT_EQ(s.offset, 0);
+  EXPECT_EQ(s.sizes, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(s.strides, (std::vector<int64_t>{1, 32}));
+  const TensorRange w = TensorRange::full({3, 64, 32}).select(0, 2).slice(0, 8, 16);
+  const TensorRange::Strided ws = w.strided({1, 3, 64, 32});
+  EXPECT_EQ(ws.offset, 2 * 64 * 32 + 8 * 32);
+  EXPECT_EQ(ws.sizes, (std::vector<int64_t>{8, 32}));
+  EXPECT_EQ(ws.strides, (std::vector<int64_t>{32, 1}));
 }
 
 TEST(TraceViews, ReshapeRejectedWithShapes) {
