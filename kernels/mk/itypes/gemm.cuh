@@ -223,7 +223,7 @@ struct Gemm {
     const Dims d = dims(c.idx());
     if (d.m_rows <= 0) return;
     const int wg = c.warp >> 2;
-    const bool active = wg * kBox < d.m_rows;  // warpgroup 1 idles (but keeps the protocol) for m_rows <= 64
+    const bool active = wg * kBox < d.m_rows;  // warpgroup 1 stores nothing for m_rows <= 64
     const bool fix = needs_fix(c, d);
     float acc[128];
 #pragma unroll
@@ -242,7 +242,8 @@ struct Gemm {
         c.aborted = true;
         return;
       }
-      {
+      {  // both warpgroups issue even when warpgroup 1 has no rows (m_rows <= 64): it then multiplies
+         // stale shared memory into rows nobody stores, since a branch here serializes the wgmma (C7518)
         const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);
         const u32 b0 = ptx::smem_addr(c.page(b_lid(s)));
 #pragma unroll
