@@ -28,7 +28,10 @@ compiled_count = 0  # Dispatchers built so far in this process
 def _release() -> None:
     # Drop the _C objects before the extension is torn down (nanobind reports objects alive at exit).
     dispatchers.clear()
-    torch._dynamo.reset()
+    try:
+        torch._dynamo.reset()
+    except RuntimeError:  # at interpreter shutdown reset() may need imports that can no longer happen
+        pass
 
 
 def _log(msg: str) -> None:
