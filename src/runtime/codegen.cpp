@@ -4,12 +4,17 @@
 #include <cstdio>
 
 #include "itypes/elementwise.h"
+#include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
 #include "runtime/driver.h"
 
 namespace mk::rt {
 
 namespace {
+
+// One-line switch: false sends every flagged Gemm (ta, tb, bias_row, bias_full; Gemm::params() non-empty)
+// back to the CPU interpreter ("no GPU body yet"); plain A @ B stays on the device.
+constexpr bool kGemmFlagsOnDevice = true;
 
 // Exact float literal (hex), so the kernel sees the value the graph had, rounded to fp32 once.
 std::string float_literal(double v) {
@@ -34,11 +39,18 @@ std::string device_type(const IType& it, int icode, const Profile& profile, std:
               ";\n  static constexpr float alpha = " + float_literal(b->alpha()) + ";\n};\n";
     return "mk::ElementwiseBinary<" + P + ">";
   }
-  if (name == "Gemm") {
-    // Plain A @ B only; transposed operands and the bias epilogue (Gemm::params()) come later.
-    // The device body is written for 128x256x64 CTA tiles (profile h200).
-    if (it.params().empty() && profile.gemm_cta_m == 128 && profile.gemm_n == 256 && profile.gemm_k == 64)
-      return "mk::Gemm";
+  if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
+    // The device body is written for 128x256x64 CTA tiles (profile h200). Flags become the template
+    // parameters of mk::GemmT<TA, TB, BIAS> (kernels/mk/itypes/gemm.cuh).
+    if (profile.gemm_cta_m == 128 && profile.gemm_n == 256 && profile.gemm_k == 64) {
+      const Gemm::Flags& f = g->flags();
+      if (f == Gemm::Flags{}) return "mk::Gemm";
+      if (kGemmFlagsOnDevice) {
+        const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias == Gemm::Bias::full ? 2 : 0;
+        return std::string("mk::GemmT<") + (f.transpose_a ? "true" : "false") + ", " +
+               (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias) + ">";
+      }
+    }
   }
   if (const auto* r = dynamic_cast<const RMSNorm*>(&it)) {
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr float eps = " + float_literal(r->eps()) +
@@ -54,7 +66,8 @@ std::vector<int> xmap_index(const Program& p) {
   std::vector<int> idx(p.slots.size(), -1);
   for (const auto& n : p.nodes)
     if (n.itype->name() == "Gemm") {
-      for (int s : n.src_slots) idx[s] = 0;
+      // A and B (TMA loads) and D (TMA store); a bias input is read with plain loads.
+      for (size_t k = 0; k < n.src_slots.size() && k < 2; ++k) idx[n.src_slots[k]] = 0;
       for (int s : n.dst_slots) idx[s] = 0;
     }
   int k = 0;
