@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "ir/error.h"
 
@@ -44,17 +45,73 @@ EwTile ew_tile(const Coord4& s, const Profile& p, int64_t i) {
 // ---- ElementwiseUnary ----
 
 const std::vector<std::string>& ElementwiseUnary::supported_ops() {
-  static const std::vector<std::string> ops = {"identity", "relu", "abs", "exp", "exp2",
-                                               "log",      "log2", "neg", "sqrt", "rsqrt"};
+  // In UnaryStep::Op order.
+  static const std::vector<std::string> ops = {
+      "identity", "relu",  "abs",       "exp",        "exp2",       "log",        "log2",       "neg",
+      "sqrt",     "rsqrt", "silu",      "gelu",       "gelu_tanh",  "sigmoid",    "tanh",       "cos",
+      "sin",      "reciprocal", "square", "add_scalar", "mul_scalar", "div_scalar", "pow_scalar", "clamp_min",
+      "clamp_max"};
   return ops;
 }
 
-ElementwiseUnary::ElementwiseUnary(std::vector<std::string> ops) : ops_(std::move(ops)) {
-  const auto& ok = supported_ops();
-  if (ops_.empty()) fail("ElementwiseUnary: empty op list; supported ops: ", join(ok, ", "));
-  for (const auto& op : ops_)
-    if (std::find(ok.begin(), ok.end(), op) == ok.end())
-      fail("ElementwiseUnary: unknown op '", op, "'; supported ops: ", join(ok, ", "));
+namespace {
+constexpr int kFirstScalarOp = static_cast<int>(UnaryStep::Op::add_scalar);
+
+std::string supported_list() {
+  std::string out;
+  const auto& ok = ElementwiseUnary::supported_ops();
+  for (size_t i = 0; i < ok.size(); ++i)
+    out += (i ? ", " : "") + ok[i] + (static_cast<int>(i) >= kFirstScalarOp ? ":k" : "");
+  return out;
+}
+
+std::string g9(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+}  // namespace
+
+std::string UnaryStep::with_constant(const std::string& name, double value) { return name + ":" + g9(value); }
+
+UnaryStep UnaryStep::parse(const std::string& s) {
+  const size_t colon = s.find(':');
+  UnaryStep st;
+  st.name = s.substr(0, colon);
+  const auto& ok = ElementwiseUnary::supported_ops();
+  const auto it = std::find(ok.begin(), ok.end(), st.name);
+  if (it == ok.end()) fail("ElementwiseUnary: unknown op '", s, "'; supported ops: ", supported_list());
+  const int code = static_cast<int>(it - ok.begin());
+  st.op = static_cast<Op>(code);
+  st.has_k = code >= kFirstScalarOp;
+  if (!st.has_k) {
+    if (colon != std::string::npos)
+      fail("ElementwiseUnary: op '", st.name, "' takes no constant, got '", s, "'");
+    st.text = st.name;
+    return st;
+  }
+  if (colon == std::string::npos)
+    fail("ElementwiseUnary: op '", st.name, "' needs a constant, e.g. '", st.name, ":2', got '", s, "'");
+  const std::string num = s.substr(colon + 1);
+  char* end = nullptr;
+  const double v = num.empty() ? 0.0 : std::strtod(num.c_str(), &end);
+  if (num.empty() || end != num.c_str() + num.size())
+    fail("ElementwiseUnary: the constant of '", s, "' is not a number");
+  st.text = with_constant(st.name, v);
+  st.k = static_cast<float>(std::strtod(st.text.c_str() + st.name.size() + 1, nullptr));  // from the text
+  return st;
+}
+
+ElementwiseUnary::ElementwiseUnary(std::vector<std::string> ops) {
+  if (ops.empty()) fail("ElementwiseUnary: empty op list; supported ops: ", supported_list());
+  for (const auto& op : ops) {
+    steps_.push_back(UnaryStep::parse(op));
+    ops_.push_back(steps_.back().text);
+  }
+}
+
+bool ElementwiseUnary::has_constants() const {
+  return std::any_of(steps_.begin(), steps_.end(), [](const UnaryStep& s) { return s.has_k; });
 }
 
 std::string ElementwiseUnary::params() const { return "ops=" + join(ops_); }

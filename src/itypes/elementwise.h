@@ -16,22 +16,49 @@ struct EwTile {
 int64_t ew_num_tiles(const Coord4& shape, const Profile&);
 EwTile ew_tile(const Coord4& shape, const Profile&, int64_t i);
 
+// One step of an ElementwiseUnary op list. The scalar forms carry a constant k, written "name:k" with k
+// as canonical %.9g text ("add_scalar:2.5", "clamp_min:0"); k is that text parsed and rounded to fp32.
+struct UnaryStep {
+  enum class Op {
+    identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt,           // seed ops
+    silu, gelu, gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square,     // no constant
+    add_scalar, mul_scalar, div_scalar, pow_scalar, clamp_min, clamp_max,  // x+k, x*k, x/k, x^k, max, min
+  };
+  Op op = Op::identity;
+  std::string name;     // "add_scalar" (the device enum mk::Unary::<name>)
+  bool has_k = false;   // the scalar forms
+  float k = 0.f;
+  std::string text;     // canonical: "add_scalar:2.5", "relu"
+
+  // Parses "name" or "name:k"; throws CompileError on an unknown name, a missing or unexpected constant,
+  // or a constant that is not a number.
+  static UnaryStep parse(const std::string& s);
+  // "name:k" with k = %.9g of `value` (the resolvers' way to build a scalar step).
+  static std::string with_constant(const std::string& name, double value);
+  float apply(float x) const;  // the fp32 reference semantics (src/reference/itypes/elementwise.cpp)
+};
+
 class ElementwiseUnary final : public IType {
  public:
-  // ops, applied left to right: identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt.
-  // Throws CompileError on an unknown op name.
+  // ops, applied left to right: identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt, silu, gelu
+  // (exact, erf), gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square, and the scalar forms
+  // add_scalar:k (x + k), mul_scalar:k, div_scalar:k (x / k, true division), pow_scalar:k (powf),
+  // clamp_min:k, clamp_max:k (NaN propagates). Throws CompileError on an unknown op name.
   explicit ElementwiseUnary(std::vector<std::string> ops);
   std::string name() const override { return "ElementwiseUnary"; }
-  std::string params() const override;  // "ops=relu,abs"
-  const std::vector<std::string>& ops() const { return ops_; }
+  std::string params() const override;  // "ops=relu,abs", "ops=mul_scalar:0.5,add_scalar:1"
+  const std::vector<std::string>& ops() const { return ops_; }  // canonical step texts
+  const std::vector<UnaryStep>& steps() const { return steps_; }
+  bool has_constants() const;  // any scalar step
   void validate(const NodeInfo&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   void execute(const Instruction&, ExecContext&) const override;
-  static const std::vector<std::string>& supported_ops();
+  static const std::vector<std::string>& supported_ops();  // names; the scalar forms take ":k"
 
  private:
   std::vector<std::string> ops_;
+  std::vector<UnaryStep> steps_;
 };
 
 class ElementwiseBinary final : public IType {

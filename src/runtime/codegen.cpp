@@ -1,6 +1,7 @@
 #include "runtime/codegen.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "itypes/elementwise.h"
@@ -30,8 +31,23 @@ std::string device_type(const IType& it, int icode, const Profile& profile, std:
   const std::string name = it.name();
   if (name == "Noop") return "mk::Noop";
   if (const auto* u = dynamic_cast<const ElementwiseUnary*>(&it)) {
-    std::string t = "mk::ElementwiseUnary<";
-    for (size_t i = 0; i < u->ops().size(); ++i) t += (i ? ", mk::Unary::" : "mk::Unary::") + u->ops()[i];
+    const std::vector<UnaryStep>& steps = u->steps();
+    if (!u->has_constants()) {
+      std::string t = "mk::ElementwiseUnary<";
+      for (size_t i = 0; i < steps.size(); ++i) t += (i ? ", mk::Unary::" : "mk::Unary::") + steps[i].name;
+      return t + ">";
+    }
+    // Scalar forms ("mul_scalar:0.5"): one step struct per op, carrying its constant (exact, fp32).
+    std::string body, t = "mk::ElementwiseUnaryK<";
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const std::string S = "s" + std::to_string(i);
+      if (!std::isfinite(steps[i].k))
+        throw GpuError("megakittens: IType " + it.str() + " has no GPU body yet (non-finite constant)");
+      body += "  struct " + S + " { static constexpr mk::Unary op = mk::Unary::" + steps[i].name +
+              "; static constexpr float k = " + float_literal(steps[i].k) + "; };\n";
+      t += (i ? ", " : "") + P + "::" + S;
+    }
+    params += "struct " + P + " {  // " + it.str() + "\n" + body + "};\n";
     return t + ">";
   }
   if (const auto* b = dynamic_cast<const ElementwiseBinary*>(&it)) {

@@ -109,6 +109,15 @@ const FxArg& OpCall::tensor(const std::string& name) const {
   return a;
 }
 
+std::optional<double> OpCall::scalar_operand(const std::string& name) const {
+  const FxArg& a = required(name, "a tensor or a number");
+  if (a.kind == FxArg::Kind::Float) return a.f;
+  if (a.kind == FxArg::Kind::Int) return static_cast<double>(a.i);
+  if (a.kind == FxArg::Kind::Bool) fail("argument '", name, "' is the bool ", a.str(), ": bool scalar operands are not supported");
+  if (!a.is_node()) fail("argument '", name, "' must be a tensor or a number, got ", a.str());
+  return std::nullopt;
+}
+
 const FxArg* OpCall::opt_tensor(const std::string& name) const {
   return is_none(name) ? nullptr : &tensor(name);
 }

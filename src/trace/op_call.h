@@ -27,6 +27,9 @@ class OpCall {
   bool is_none(const std::string& name) const;      // absent or None
   const FxArg& tensor(const std::string& name) const;      // a node reference, else CompileError
   const FxArg* opt_tensor(const std::string& name) const;  // nullptr for absent/None
+  // A Python number operand (int or float) where a tensor may also stand: its value, or nullopt when
+  // the argument is a tensor. CompileError for a bool or anything else.
+  std::optional<double> scalar_operand(const std::string& name) const;
   const FxTensor& meta(const FxArg& tensor) const;         // meta["val"] of a single-tensor arg
   double f64(const std::string& name, std::optional<double> dflt = std::nullopt) const;
   std::optional<double> opt_f64(const std::string& name) const;  // nullopt for absent/None

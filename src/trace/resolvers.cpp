@@ -50,6 +50,95 @@ Resolution unary(const OpCall& c, const std::string& op) {
   return {std::make_shared<ElementwiseUnary>(std::vector<std::string>{op}), c.target(), {&c.tensor("self")}};
 }
 
+// ---- Python number operands: ElementwiseUnary steps with a constant (docs/itypes.md) ----
+
+std::string with_k(const char* name, double v) { return UnaryStep::with_constant(name, v); }
+
+Resolution unary_ops(const OpCall& c, const FxArg& x, std::vector<std::string> ops) {
+  return {std::make_shared<ElementwiseUnary>(std::move(ops)), c.target(), {&x}};
+}
+
+// y = scale * x + offset, in fp32: [neg | mul_scalar:scale,] add_scalar:offset.
+Resolution affine(const OpCall& c, const FxArg& x, double scale, double offset) {
+  std::vector<std::string> ops;
+  if (scale == -1.0) ops.push_back("neg");
+  else if (scale != 1.0) ops.push_back(with_k("mul_scalar", scale));
+  ops.push_back(with_k("add_scalar", offset));
+  return unary_ops(c, x, std::move(ops));
+}
+
+[[noreturn]] void both_numbers(const OpCall& c) {
+  c.fail("both operands are numbers (", c.get("self")->str(), ", ", c.get("other")->str(),
+         "): one must be a tensor");
+}
+
+// add / sub (.Tensor and .Scalar): self +- alpha * other; either operand may be a Python number.
+Resolution add_sub(const OpCall& c, bool sub) {
+  const auto a = c.scalar_operand("self"), b = c.scalar_operand("other");
+  if (!a && !b) return binary(c, sub ? "sub" : "add", true);
+  if (a && b) both_numbers(c);
+  const double alpha = c.f64("alpha", 1.0), s = sub ? -alpha : alpha;
+  if (b) return affine(c, c.tensor("self"), 1.0, s * *b);  // x + s*b
+  return affine(c, c.tensor("other"), s, *a);               // a + s*x
+}
+
+// rsub: other - alpha * self.
+Resolution rsub(const OpCall& c) {
+  const auto a = c.scalar_operand("self"), b = c.scalar_operand("other");
+  const double alpha = c.f64("alpha", 1.0);
+  if (!a && !b)
+    return {std::make_shared<ElementwiseBinary>("sub", alpha), c.target(), {&c.tensor("other"), &c.tensor("self")}};
+  if (a && b) both_numbers(c);
+  if (b) return affine(c, c.tensor("self"), -alpha, *b);     // b - alpha*x
+  return affine(c, c.tensor("other"), 1.0, -alpha * *a);     // x - alpha*a
+}
+
+Resolution mul(const OpCall& c) {
+  const auto a = c.scalar_operand("self"), b = c.scalar_operand("other");
+  if (!a && !b) return binary(c, "mul");
+  if (a && b) both_numbers(c);
+  return unary_ops(c, c.tensor(b ? "self" : "other"), {with_k("mul_scalar", b ? *b : *a)});
+}
+
+// True division only; x / number is exact (div_scalar), never x * (1/number).
+Resolution div(const OpCall& c, bool has_rounding_mode) {
+  if (has_rounding_mode && !c.is_none("rounding_mode"))
+    c.fail("only true division is supported, got rounding_mode=", c.get("rounding_mode")->str());
+  const auto a = c.scalar_operand("self"), b = c.scalar_operand("other");
+  if (!a && !b) return binary(c, "div");
+  if (a && b) both_numbers(c);
+  if (a) c.fail("a number divided by a tensor (", c.get("self")->str(), " / tensor) is not supported; only tensor / number");
+  return unary_ops(c, c.tensor("self"), {with_k("div_scalar", *b)});
+}
+
+// x ** e: the common exponents map to exact ops, any other number to powf.
+Resolution pow_scalar(const OpCall& c) {
+  const double e = c.f64("exponent");
+  std::string op;
+  if (e == 2.0) op = "square";
+  else if (e == 1.0) op = "identity";
+  else if (e == 0.5) op = "sqrt";
+  else if (e == -0.5) op = "rsqrt";
+  else if (e == -1.0) op = "reciprocal";
+  else op = with_k("pow_scalar", e);
+  return unary_ops(c, c.tensor("self"), {op});
+}
+
+Resolution clamp(const OpCall& c) {
+  std::vector<std::string> ops;
+  if (!c.is_none("min")) ops.push_back(with_k("clamp_min", c.f64("min")));
+  if (!c.is_none("max")) ops.push_back(with_k("clamp_max", c.f64("max")));
+  if (ops.empty()) c.fail("at least one of min and max must be a number");
+  return unary_ops(c, c.tensor("self"), std::move(ops));
+}
+
+Resolution gelu(const OpCall& c) {
+  const std::string a = c.str("approximate", "none");
+  if (a == "none") return unary(c, "gelu");
+  if (a == "tanh") return unary(c, "gelu_tanh");
+  c.fail("approximate='", a, "' is not supported (expected 'none' or 'tanh')");
+}
+
 // torch.finfo(dtype).eps, what rms_norm uses for eps=None.
 double machine_eps(const OpCall& c, const std::string& dtype) {
   const DType d = dtype_from_name(dtype);
@@ -106,16 +195,23 @@ const std::map<std::string, Entry>& registry() {
        {"self, mat1, mat2, *, beta, alpha", [](const OpCall& c) { return gemm_bias(c, "mat1", "mat2"); }}},
       {"aten.baddbmm.default",
        {"self, batch1, batch2, *, beta, alpha", [](const OpCall& c) { return gemm_bias(c, "batch1", "batch2"); }}},
-      {"aten.add.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return binary(c, "add", true); }}},
-      {"aten.sub.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return binary(c, "sub", true); }}},
-      {"aten.mul.Tensor", {"self, other", [](const OpCall& c) { return binary(c, "mul"); }}},
-      {"aten.div.Tensor", {"self, other, *, rounding_mode",
-                           [](const OpCall& c) {
-                             if (!c.is_none("rounding_mode"))
-                               c.fail("only true division is supported, got rounding_mode=",
-                                      c.get("rounding_mode")->str());
-                             return binary(c, "div");
-                           }}},
+      {"aten.add.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return add_sub(c, false); }}},
+      {"aten.sub.Tensor", {"self, other, *, alpha", [](const OpCall& c) { return add_sub(c, true); }}},
+      {"aten.mul.Tensor", {"self, other", mul}},
+      {"aten.div.Tensor", {"self, other, *, rounding_mode", [](const OpCall& c) { return div(c, true); }}},
+      {"aten.add.Scalar", {"self, other, alpha", [](const OpCall& c) { return add_sub(c, false); }}},
+      {"aten.sub.Scalar", {"self, other, alpha", [](const OpCall& c) { return add_sub(c, true); }}},
+      {"aten.mul.Scalar", {"self, other", mul}},
+      {"aten.div.Scalar", {"self, other", [](const OpCall& c) { return div(c, false); }}},
+      {"aten.rsub.Scalar", {"self, other, alpha", rsub}},
+      {"aten.rsub.Tensor", {"self, other, *, alpha", rsub}},
+      {"aten.pow.Tensor_Scalar", {"self, exponent", pow_scalar}},
+      {"aten.clamp.default", {"self, min, max", clamp}},
+      {"aten.clamp_min.default",
+       {"self, min", [](const OpCall& c) { return unary_ops(c, c.tensor("self"), {with_k("clamp_min", c.f64("min"))}); }}},
+      {"aten.clamp_max.default",
+       {"self, max", [](const OpCall& c) { return unary_ops(c, c.tensor("self"), {with_k("clamp_max", c.f64("max"))}); }}},
+      {"aten.gelu.default", {"self, *, approximate", gelu}},
       {"aten.maximum.default", {"self, other", [](const OpCall& c) { return binary(c, "maximum"); }}},
       {"aten.minimum.default", {"self, other", [](const OpCall& c) { return binary(c, "minimum"); }}},
       {"aten.clone.default", {"self, *, memory_format",
@@ -128,7 +224,8 @@ const std::map<std::string, Entry>& registry() {
                                 return unary(c, "identity");
                               }}},
       UNARY(relu), UNARY(abs), UNARY(exp), UNARY(exp2), UNARY(log), UNARY(log2), UNARY(neg), UNARY(sqrt),
-      UNARY(rsqrt),
+      UNARY(rsqrt), UNARY(silu), UNARY(sigmoid), UNARY(tanh), UNARY(cos), UNARY(sin), UNARY(reciprocal),
+      UNARY(square),
       {"aten._fused_rms_norm.default", {"input, normalized_shape, weight, eps", rms_norm}},
       {"aten.rms_norm.default", {"input, normalized_shape, weight, eps", rms_norm}},
       {"aten._scaled_dot_product_flash_attention.default",

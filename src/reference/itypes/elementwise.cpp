@@ -10,25 +10,47 @@
 
 namespace mk {
 
+// fp32 semantics of one step (the device's kernels/mk/itypes/elementwise.cuh computes the same functions).
+float UnaryStep::apply(float x) const {
+  using O = Op;
+  switch (op) {
+    case O::identity: return x;
+    case O::relu: return x < 0.f ? 0.f : x;  // keeps NaN, as torch.relu
+    case O::abs: return std::fabs(x);
+    case O::exp: return std::exp(x);
+    case O::exp2: return std::exp2(x);
+    case O::log: return std::log(x);
+    case O::log2: return std::log2(x);
+    case O::neg: return -x;
+    case O::sqrt: return std::sqrt(x);
+    case O::rsqrt: return 1.f / std::sqrt(x);
+    case O::silu: return x / (1.f + std::exp(-x));
+    case O::gelu: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
+    case O::gelu_tanh: {
+      const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);  // sqrt(2/pi)
+      return 0.5f * x * (1.f + std::tanh(inner));
+    }
+    case O::sigmoid: return 1.f / (1.f + std::exp(-x));
+    case O::tanh: return std::tanh(x);
+    case O::cos: return std::cos(x);
+    case O::sin: return std::sin(x);
+    case O::reciprocal: return 1.f / x;
+    case O::square: return x * x;
+    case O::add_scalar: return x + k;
+    case O::mul_scalar: return x * k;
+    case O::div_scalar: return x / k;
+    case O::pow_scalar: return std::pow(x, k);
+    case O::clamp_min: return x < k ? k : x;  // NaN stays NaN, as torch.clamp_min
+    case O::clamp_max: return x > k ? k : x;
+  }
+  return std::numeric_limits<float>::quiet_NaN();  // unreachable: parse() checks the op
+}
+
 namespace {
 
 // The tile at backing origin idx[0..3], one (b, d) deep, rows x cols.
 Box tile_at(const int32_t* idx, int64_t rows, int64_t cols) {
   return {{idx[0], idx[1], idx[2], idx[3]}, {idx[0] + 1, idx[1] + 1, idx[2] + rows, idx[3] + cols}};
-}
-
-float apply_unary(const std::string& op, float x) {
-  if (op == "identity") return x;
-  if (op == "relu") return x < 0.f ? 0.f : x;  // keeps NaN, as torch.relu
-  if (op == "abs") return std::fabs(x);
-  if (op == "exp") return std::exp(x);
-  if (op == "exp2") return std::exp2(x);
-  if (op == "log") return std::log(x);
-  if (op == "log2") return std::log2(x);
-  if (op == "neg") return -x;
-  if (op == "sqrt") return std::sqrt(x);
-  if (op == "rsqrt") return 1.f / std::sqrt(x);
-  return std::numeric_limits<float>::quiet_NaN();  // unreachable: the constructor checks ops
 }
 
 }  // namespace
@@ -37,7 +59,7 @@ void ElementwiseUnary::execute(const Instruction& in, ExecContext& ctx) const {
   const int64_t rows = in.indices[8], cols = in.indices[9];
   std::vector<float> v = ctx.load(in.src_tensors[0], tile_at(in.indices, rows, cols));
   for (float& x : v)
-    for (const auto& op : ops_) x = apply_unary(op, x);
+    for (const UnaryStep& st : steps_) x = st.apply(x);
   ctx.store(in.dst_tensors[0], tile_at(in.indices + 4, rows, cols), v);
 }
 
