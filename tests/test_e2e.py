@@ -79,12 +79,39 @@ def torch_rms_norm(x, g):
     return F.rms_norm(x, (x.shape[-1],), g, eps=1e-5)
 
 
-@pytest.mark.xfail(strict=True, raises=Exception,
-                   reason="on a CPU torch, F.rms_norm reaches the aten graph decomposed (_to_copy, pow, mean, "
-                          "add.Scalar, rsqrt, mul); the tracer resolves aten.rms_norm / aten._fused_rms_norm only")
+class LlamaRMSNorm(torch.nn.Module):
+    """Hugging Face's Llama RMSNorm, as written there: fp32 statistics, cast back, weight in bf16."""
+
+    def __init__(self, hidden: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(randn(hidden), requires_grad=False)
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
 def test_torch_rms_norm():
+    """F.rms_norm arrives decomposed on a CPU torch; the tracer fuses it back into one RMSNorm."""
     args = randn(64, 128), randn(128)
     _check(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
+    assert mk_backend.dispatchers[-1].program.icodes[1:] == ["RMSNorm(eps=9.99999975e-06)"]
+
+
+def test_torch_rms_norm_without_weight():
+    f = lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-5)  # noqa: E731
+    x = randn(2, 16, 256)
+    _check(megakittens.compile(f)(x), f(x))
+
+
+def test_llama_rms_norm_module():
+    m, x = LlamaRMSNorm(256), randn(4, 32, 256)
+    _check(megakittens.compile(m)(x), m(x))
+    assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == ["RMSNorm(eps=1e-06)"]
 
 
 # --- interleavings: 20 seeds x queue modes x cluster sizes -------------------------------------------

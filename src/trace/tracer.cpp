@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "trace/fuse_rms_norm.h"
 #include "trace/op_call.h"
 #include "trace/resolvers.h"
 
@@ -307,6 +308,10 @@ class Tracer {
 
 }  // namespace
 
-DAG trace(const FxGraph& g) { return Tracer(g).run(); }
+DAG trace(const FxGraph& g) {
+  FxGraph fused = g;
+  fuse_decomposed_rms_norm(fused);
+  return Tracer(fused).run();
+}
 
 }  // namespace mk

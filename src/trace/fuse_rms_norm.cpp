@@ -1,0 +1,160 @@
+#include "trace/fuse_rms_norm.h"
+
+#include <optional>
+
+namespace mk {
+
+namespace {
+
+struct Matcher {
+  FxGraph& g;
+  std::vector<int> uses;  // references to each node from args, kwargs and the output
+
+  explicit Matcher(FxGraph& graph) : g(graph) { recount(); }
+  void recount() {
+    uses.assign(g.nodes.size(), 0);
+    for (const FxNode& n : g.nodes) {
+      for (const FxArg& a : n.args) count(a);
+      for (const auto& [k, v] : n.kwargs) count(v);
+    }
+  }
+  void count(const FxArg& a) {
+    if (a.is_node()) ++uses[a.i];
+    for (const FxArg& x : a.items) count(x);
+  }
+
+  const FxNode* node(const FxArg& a) const { return a.is_node() ? &g.nodes[a.i] : nullptr; }
+  static bool call(const FxNode* n, const char* target) {
+    return n && n->op == "call_function" && n->target == target;
+  }
+  static std::optional<double> number(const FxArg& a) {
+    if (a.kind == FxArg::Kind::Float) return a.f;
+    if (a.kind == FxArg::Kind::Int) return static_cast<double>(a.i);
+    return std::nullopt;
+  }
+  static const FxTensor* meta(const FxNode* n) {
+    return n && n->outputs.size() == 1 && n->outputs[0] ? &*n->outputs[0] : nullptr;
+  }
+  // aten._to_copy(src, dtype=D) with no other conversion: the dtype name ("float32"), else "".
+  static std::string cast_dtype(const FxNode* n) {
+    if (!call(n, "aten._to_copy.default") || n->args.size() != 1) return "";
+    std::string dtype;
+    for (const auto& [k, v] : n->kwargs) {
+      if (k == "dtype" && v.kind == FxArg::Kind::Str) dtype = v.s.rfind("torch.", 0) == 0 ? v.s.substr(6) : v.s;
+      else if (k == "layout" && v.kind == FxArg::Kind::Str && v.s == "torch.strided") continue;
+      else if (k == "device" && v.kind == FxArg::Kind::Str) continue;  // same device: checked by the metas
+      else return "";
+    }
+    return dtype;
+  }
+  // The operand of binary mul `n` that is not node `other`, when the other one is.
+  const FxArg* other_operand(const FxNode* n, int other) const {
+    if (!call(n, "aten.mul.Tensor") || n->args.size() != 2 || !n->kwargs.empty()) return nullptr;
+    if (n->args[0].is_node() && n->args[0].i == other) return &n->args[1];
+    if (n->args[1].is_node() && n->args[1].i == other) return &n->args[0];
+    return nullptr;
+  }
+  // The single user of node k (a node index), or -1.
+  int sole_user(int k) const {
+    if (uses[k] != 1) return -1;
+    for (size_t u = k + 1; u < g.nodes.size(); ++u) {
+      const FxNode& n = g.nodes[u];
+      bool hit = false;
+      for (const FxArg& a : n.args) hit |= refers(a, k);
+      for (const auto& [key, v] : n.kwargs) hit |= refers(v, k);
+      if (hit) return static_cast<int>(u);
+    }
+    return -1;
+  }
+  static bool refers(const FxArg& a, int k) {
+    if (a.is_node() && a.i == k) return true;
+    for (const FxArg& x : a.items)
+      if (refers(x, k)) return true;
+    return false;
+  }
+
+  // Tries a match whose rsqrt is node r; rewrites and returns true on success.
+  bool match(int r) {
+    const FxNode* rs = &g.nodes[r];
+    if (!call(rs, "aten.rsqrt.default") || rs->args.size() != 1 || uses[r] != 1) return false;
+    const FxNode* add = node(rs->args[0]);
+    if (!(call(add, "aten.add.Tensor") || call(add, "aten.add.Scalar")) || add->args.size() != 2 ||
+        !add->kwargs.empty() || uses[rs->args[0].i] != 1)
+      return false;
+    const std::optional<double> eps = number(add->args[1]);
+    const FxNode* mean = node(add->args[0]);
+    if (!eps || !call(mean, "aten.mean.dim") || mean->args.size() != 3 || !mean->kwargs.empty() ||
+        uses[add->args[0].i] != 1)
+      return false;
+    const FxNode* pow = node(mean->args[0]);
+    if (!call(pow, "aten.pow.Tensor_Scalar") || pow->args.size() != 2 || number(pow->args[1]) != 2.0 ||
+        uses[mean->args[0].i] != 1)
+      return false;
+    const int h = pow->args[0].is_node() ? static_cast<int>(pow->args[0].i) : -1;
+    const FxNode* hn = h >= 0 ? &g.nodes[h] : nullptr;
+    if (cast_dtype(hn) != "float32" || uses[h] != 2) return false;
+    const FxNode* x = node(hn->args[0]);
+    const FxTensor* xm = meta(x);
+    const FxTensor* hm = meta(hn);
+    if (!xm || !hm || (xm->dtype != "bfloat16" && xm->dtype != "float16")) return false;
+    // mean over the last dim, keepdim
+    const int64_t rank = static_cast<int64_t>(hm->shape.size());
+    const FxArg& dims = mean->args[1];
+    const FxArg& keep = mean->args[2];
+    if (dims.kind != FxArg::Kind::List || dims.items.size() != 1 || dims.items[0].kind != FxArg::Kind::Int ||
+        !(dims.items[0].i == -1 || dims.items[0].i == rank - 1) || keep.kind != FxArg::Kind::Bool || !keep.i)
+      return false;
+    // m = h * rsqrt(...)
+    const int m = sole_user(r);
+    if (m < 0) return false;
+    const FxArg* mh = other_operand(&g.nodes[m], r);
+    if (!mh || !mh->is_node() || mh->i != h) return false;
+
+    const int u = sole_user(m);
+    if (u < 0) return false;
+    const FxNode* un = &g.nodes[u];
+    FxArg weight;  // None unless a weight multiply matches
+    int result = -1;
+    if (cast_dtype(un) == xm->dtype) {  // cast back, then maybe the weight in x's dtype (HF)
+      result = u;
+      const int y = sole_user(u);
+      if (y >= 0)
+        if (const FxArg* w = other_operand(&g.nodes[y], u); w && w->is_node() && meta(node(*w)) &&
+                                                             meta(node(*w))->dtype == xm->dtype) {
+          weight = *w;
+          result = y;
+        }
+    } else if (const FxArg* w = other_operand(un, m); w && w->is_node()) {  // weight in fp32, then cast (F.rms_norm)
+      const int c = sole_user(u);
+      if (c < 0 || cast_dtype(&g.nodes[c]) != xm->dtype || !meta(node(*w))) return false;
+      weight = *w;
+      result = c;
+    } else {
+      return false;
+    }
+    FxNode& out = g.nodes[result];
+    FxArg eps_arg;
+    eps_arg.kind = FxArg::Kind::Float;
+    eps_arg.f = *eps;
+    out.op = "call_function";
+    out.target = "megakittens.rms_norm.default";
+    out.args = {hn->args[0], weight, eps_arg};
+    out.kwargs.clear();
+    return true;
+  }
+};
+
+}  // namespace
+
+int fuse_decomposed_rms_norm(FxGraph& g) {
+  int fused = 0;
+  Matcher m(g);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (m.match(static_cast<int>(k))) {
+      ++fused;
+      m.recount();  // the rewrite changed the use counts
+    }
+  return fused;
+}
+
+}  // namespace mk
