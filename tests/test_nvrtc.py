@@ -77,10 +77,66 @@ def g_mixed(x, w, W, b):  # every GPU IType in one kernel (the consumer code is 
     return torch.sqrt(torch.abs(torch.relu(h @ W) + b))
 
 
+def g_ta(a, b):  # A^T stored row-major: Gemm(ta)
+    return a.t() @ b
+
+
+def g_tb(a, b):  # B^T stored row-major (nn.Linear's weight): Gemm(tb)
+    return a @ b.t()
+
+
+def g_ta_tb(a, b):
+    return a.t() @ b.t()
+
+
+def g_addmm(c, a, b):  # c (N,) -> bias_row, c (M, N) -> bias_full
+    return torch.addmm(c, a, b)
+
+
+def g_linear(x, w, b):  # Gemm(tb,bias_row)
+    return torch.nn.functional.linear(x, w, b)
+
+
+def g_bmm_tb(a, b):
+    return a @ b.transpose(1, 2)
+
+
+def g_baddbmm_all(c, a, b):  # Gemm(ta,tb,bias_full), batched
+    return torch.baddbmm(c, a.transpose(1, 2), b.transpose(1, 2))
+
+
+def g_flag_mix(x, w1, b1, w2, c, w3):  # several GemmT instantiations in one kernel
+    h = torch.nn.functional.linear(x, w1, b1)
+    h = torch.addmm(c, h, w2)
+    return h.t() @ w3
+
+
 GEMM_CASES = {
     "mm_ragged": (g_mm, [(1000, 512), (512, 3000)]),
     "mixed": (g_mixed, [(512, 1024), (1024,), (1024, 768), (512, 768)]),
     "mlp_1024": (g_mlp, [(3, 1024, 1024), (1024, 1024), (3, 1024, 1024)]),
+    "ta": (g_ta, [(512, 1024), (512, 768)]),
+    "tb": (g_tb, [(1000, 512), (3000, 512)]),
+    "ta_tb": (g_ta_tb, [(512, 1024), (768, 512)]),
+    "bias_row": (g_addmm, [(768,), (1000, 512), (512, 768)]),
+    "bias_full": (g_addmm, [(1000, 768), (1000, 512), (512, 768)]),
+    "linear": (g_linear, [(1000, 512), (768, 512), (768,)]),
+    "bmm_tb": (g_bmm_tb, [(4, 1000, 256), (4, 768, 256)]),
+    "baddbmm_all": (g_baddbmm_all, [(4, 512, 768), (4, 256, 512), (4, 768, 256)]),
+    "flag_mix": (g_flag_mix, [(512, 256), (384, 256), (384,), (384, 512), (512, 512), (512, 256)]),
+}
+
+# The GemmT<TA, TB, BIAS> each flagged case instantiates (src/runtime/codegen.cpp).
+GEMM_FLAG_TYPES = {
+    "ta": ["mk::GemmT<true, false, 0>"],
+    "tb": ["mk::GemmT<false, true, 0>"],
+    "ta_tb": ["mk::GemmT<true, true, 0>"],
+    "bias_row": ["mk::GemmT<false, false, 1>"],
+    "bias_full": ["mk::GemmT<false, false, 2>"],
+    "linear": ["mk::GemmT<false, true, 1>"],
+    "bmm_tb": ["mk::GemmT<false, true, 0>"],
+    "baddbmm_all": ["mk::GemmT<true, true, 2>"],
+    "flag_mix": ["mk::GemmT<false, true, 1>", "mk::GemmT<false, false, 2>", "mk::GemmT<true, false, 0>"],
 }
 
 
@@ -100,16 +156,30 @@ def test_gemm_source_compiles_without_spills(case, cluster):
     assert "serialized" not in log, log
 
 
-def test_gemm_with_flags_has_no_gpu_body_yet():
-    """Transposed operands / bias (Gemm::params() non-empty) are not in the device body yet: codegen
-    must refuse them with the 'no GPU body yet' error, so the dispatcher falls back."""
-    _nvrtc_or_skip()
+@pytest.mark.parametrize("case", sorted(GEMM_FLAG_TYPES))
+def test_flagged_gemm_maps_to_its_template(case):
+    """ta / tb / bias_row / bias_full become the template parameters of mk::GemmT (no fallback)."""
+    fn, shapes = GEMM_CASES[case]
+    src = _C.gpu_generate_source(program_for(fn, shapes))
+    for t in GEMM_FLAG_TYPES[case]:
+        assert t + ">();" in src, (t, [ln for ln in src.splitlines() if "case" in ln])
+
+
+def test_bias_input_gets_no_tensor_map():
+    """Only A, B and D are TMA'd (64x64 xmaps); the bias is read with plain loads."""
+    fn, shapes = GEMM_CASES["linear"]
+    src = _C.gpu_generate_source(program_for(fn, shapes))
+    assert "#define MK_NUM_XMAPS 3" in src
+
+
+def test_itype_without_device_body_is_refused():
+    """Attention has no device body yet: codegen must refuse it with the 'no GPU body yet' error, so
+    the dispatcher falls back."""
+    q = (1, 2, 128, 64)
     try:
-        p = program_for(lambda x, w: x @ w.t(), [(256, 128), (384, 128)])
-    except Exception as e:  # a tracer without transpose folding rejects the graph itself
-        pytest.skip(f"tracer does not fold transposes here: {str(e).splitlines()[0]}")
-    gemms = [n for n in p.icodes if n.startswith("Gemm")]
-    if not gemms or all(n in ("Gemm", "Gemm()") for n in gemms):
-        pytest.skip(f"the transpose was not folded into a Gemm flag: {gemms}")
+        p = program_for(lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v), [q, q, q])
+    except Exception as e:
+        pytest.skip(f"SDPA does not trace to Attention here: {str(e).splitlines()[0]}")
+    assert any(n.startswith("Attention") for n in p.icodes), p.icodes
     with pytest.raises(Exception, match="no GPU body yet"):
         _C.gpu_generate_source(p)

@@ -36,6 +36,24 @@
 //   k rows are 8 x 128 B = 1024 B away -> SBO = 1024. The k16 step s starts 16 rows further: +2048 s.
 //   (CuTe's make_gmma_desc<Major::MN> and ThunderKittens' transposed descriptor use the same values.)
 //
+// Flags (docs/itypes.md "Gemm"; template parameters, chosen by src/runtime/codegen.cpp):
+// - TA (`ta`): A's backing holds A^T row-major, (K, M). The loader's 64x64 boxes run 64 M-columns x 64
+//   K-rows (box h = M [64h, 64h + 64), the rows of warpgroup h), so the smem A tile is M-major, the same
+//   shape as the plain B tile: descriptor LBO = 8192 (unused: m64 is one 128-byte row), SBO = 1024,
+//   k16 step +2048; instruction bit imm-trans-a = 1.
+// - TB (`tb`): B's backing holds B^T row-major, (N, K) (nn.Linear's weight). Boxes run 64 K-columns x
+//   64 N-rows, box j = N [64j, 64j + 64); the four boxes are contiguous, so the smem B tile is 256
+//   K-major rows of 128 B: the descriptor is A's (SBO = 1024, k16 step +32 B), imm-trans-b = 0.
+// - BIAS (1 `bias_row`, 2 `bias_full`): the consumers read their bias elements from global memory
+//   (ld.global.cg: L2, never a stale L1 line) at word 15's element offset, rows `dims[3]` of the bias
+//   slot apart, in the epilogue loop: each column pair is added in fp32 right before it is rounded and
+//   staged, so its accumulator registers die as the bias registers are needed (initialising the
+//   accumulator with the bias before the k-loop spilled, or serialized the wgmma). They wait on the
+//   instruction's input barriers themselves first (the loader's wait does not order the consumers'
+//   generic loads). Addresses are clamped into the m_rows x n_cols tile (the rows and columns
+//   outside it are never stored).
+// The tensor maps are unchanged: every operand is TMA'd in 64x64 boxes of its own backing.
+//
 // Edges: TMA zero-fills reads outside the backing tensor and clips stores at its edges. Boxes wholly
 // past m_rows / n_cols are not loaded (their accumulator rows/columns are never stored). A K that is
 // not a multiple of 64 reads zeros past K when the view ends at the backing's edge; when it does not
@@ -47,12 +65,16 @@
 
 namespace mk {
 
-struct Gemm {
+// TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full.
+template <bool TA = false, bool TB = false, int BIAS = 0>
+struct GemmT {
+  static_assert(BIAS >= 0 && BIAS <= 2, "BIAS: 0 none, 1 row, 2 full");
   static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
   static constexpr int kBox = 64, kBoxBytes = kBox * kBox * 2;  // one 64x64 bf16 TMA box: 8 KB
   static constexpr int kEpiLid = 6;
   // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows n_cols K
-  static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14;
+  // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
+  static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
   // (the 4 warps of a warpgroup wrote their epilogue).
   static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9;
@@ -110,7 +132,25 @@ struct Gemm {
     const i32* idx = c.idx();
     const SlotDesc& a = c.slot(c.src_slot(0));
     const SlotDesc& b = c.slot(c.src_slot(1));
-    return idx[kA + 3] + d.K < a.dims[3] || idx[kB + 2] + d.K < b.dims[2];
+    // K runs along backing dim 3 of A (dim 2 with TA) and dim 2 of B (dim 3 with TB).
+    const bool a_short = TA ? idx[kA + 2] + d.K < a.dims[2] : idx[kA + 3] + d.K < a.dims[3];
+    const bool b_short = TB ? idx[kB + 3] + d.K < b.dims[3] : idx[kB + 2] + d.K < b.dims[2];
+    return a_short || b_short;
+  }
+
+  // K-tail zeroing of one operand tile in shared memory, columns / rows [kr, 64) of the k-tile.
+  // K-major (K along the 128-byte rows): `rows` consecutive swizzled rows (boxes are contiguous).
+  static __device__ __forceinline__ void zero_k_cols(unsigned char* p, int rows, int kr, int lane) {
+    const int w = kBK - kr;
+    for (int e = lane; e < rows * w; e += 32) {
+      const int r = e / w, col = kr + e % w;
+      *reinterpret_cast<unsigned short*>(p + r * 128 + (((col >> 3) ^ (r & 7)) << 4) + (col & 7) * 2) = 0;
+    }
+  }
+  // MN-major (K along the box rows): whole 128-byte rows [kr, 64) of `boxes` boxes, 4 bytes a lane.
+  static __device__ __forceinline__ void zero_k_rows(unsigned char* p, int boxes, int kr, int lane) {
+    for (int j = 0; j < boxes; ++j)
+      for (int e = kr * 32 + lane; e < kBK * 32; e += 32) reinterpret_cast<u32*>(p + j * kBoxBytes)[e] = 0u;
   }
 
   // Consumer wait in the k-loop, while wgmma may be in flight: every lane polls the mbarrier itself and
@@ -176,13 +216,16 @@ struct Gemm {
                                                    static_cast<u32>((na + nb) * kBoxBytes));
         unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
         unsigned char* pb = c.page(b_lid(s));
+        // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed.
         for (int h = 0; h < na; ++h) {
-          const i32 coords[4] = {a[3] + kt * kBK, a[2] + h * kBox, a[1], a[0]};
+          const i32 coords[4] = {TA ? a[3] + h * kBox : a[3] + kt * kBK, TA ? a[2] + kt * kBK : a[2] + h * kBox,
+                                 a[1], a[0]};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pa + h * kBoxBytes, amap,
                                           coords, c.sem(kFull + s));
         }
         for (int j = 0; j < nb; ++j) {
-          const i32 coords[4] = {b[3] + j * kBox, b[2] + kt * kBK, b[1], b[0]};
+          const i32 coords[4] = {TB ? b[3] + kt * kBK : b[3] + j * kBox, TB ? b[2] + j * kBox : b[2] + kt * kBK,
+                                 b[1], b[0]};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes, bmap,
                                           coords, c.sem(kFull + s));
         }
@@ -190,18 +233,15 @@ struct Gemm {
     }
     if (!warp_ok(c, ok)) return;
 
-    if (needs_fix(c, d)) {  // zero A columns and B rows [kr, 64) of the last k-tile
-      const int s = d.last, kr = d.K - (d.nk - 1) * kBK, w = kBK - kr;
+    if (needs_fix(c, d)) {  // zero K [kr, 64) of the last k-tile's A and B tiles
+      const int s = d.last, kr = d.K - (d.nk - 1) * kBK;
       if (!wait(c, c.sem(kFull + s), static_cast<u32>(((d.nk - 1) >> 2) & 1))) return;
       unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
-      for (int e = c.lane; e < kBM * w; e += 32) {
-        const int r = e / w, col = kr + e % w;
-        *reinterpret_cast<unsigned short*>(pa + r * 128 + (((col >> 3) ^ (r & 7)) << 4) + (col & 7) * 2) = 0;
-      }
+      if (TA) zero_k_rows(pa, 2, kr, c.lane);
+      else zero_k_cols(pa, kBM, kr, c.lane);
       unsigned char* pb = c.page(b_lid(s));
-      for (int j = 0; j < 4; ++j)
-        for (int e = kr * 32 + c.lane; e < kBK * 32; e += 32)  // whole 128-byte rows, 4 bytes a lane
-          reinterpret_cast<u32*>(pb + j * kBoxBytes)[e] = 0u;
+      if (TB) zero_k_cols(pb, kBN, kr, c.lane);
+      else zero_k_rows(pb, 4, kr, c.lane);
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // wgmma reads through the async proxy
       __syncwarp();
       if (c.lane == 0) arrive(c.sem(kFixed));
@@ -217,6 +257,35 @@ struct Gemm {
         if (last_use(s ^ 1, d.nk) < kt) page_finish(c, a_lid(s));
       }
     warp_ok(c, ok);
+  }
+
+  static __device__ __forceinline__ float bf16_at(const unsigned short* p) {
+    return __uint_as_float(static_cast<u32>(__ldcg(p)) << 16);
+  }
+
+  // The bias rows of this thread's accumulator rows r and r + 8 (r = 64wg + 16(warp % 4) + lane / 4),
+  // clamped into the tile (rows >= m_rows are never stored; they only must not read out of bounds).
+  struct BiasRows {
+    const unsigned short* row[2];
+    int last;  // the last column pair's first column: n_cols - 2 (n_cols is a multiple of 8)
+  };
+  static __device__ __forceinline__ BiasRows bias_rows(const Ctx& c, const Dims& d, int wg) {
+    const SlotDesc& cs = c.slot(c.src_slot(2));
+    const int r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
+    const unsigned short* base =
+        reinterpret_cast<const unsigned short*>(cs.ptr) + static_cast<long long>(c.idx()[kBiasOff]);
+    BiasRows b;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)  // m_rows >= 1 here
+      b.row[h] = BIAS == 1 ? base : base + static_cast<long long>(min(r + 8 * h, d.m_rows - 1)) * cs.dims[3];
+    b.last = d.n_cols - 2;
+    return b;
+  }
+  // Columns col, col + 1 of bias row h (col clamped: columns >= n_cols are never stored). 2-byte loads:
+  // a sliced bias view need not be 4-byte aligned.
+  static __device__ __forceinline__ float2 bias_pair(const BiasRows& b, int h, int col) {
+    const unsigned short* p = b.row[h] + min(col, b.last);
+    return make_float2(bf16_at(p), bf16_at(p + 1));
   }
 
   static __device__ void compute(Ctx& c) {
@@ -251,8 +320,9 @@ struct Gemm {
         ptx::wgmma_fence();
 #pragma unroll
         for (int k = 0; k < kBK / 16; ++k)
-          ptx::wgmma_m64n256k16_bf16_tb(acc, ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
-                                        ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024), 1);
+          ptx::wgmma_m64n256k16_bf16<TA ? 1 : 0, TB ? 0 : 1>(
+              acc, TA ? ptx::wgmma_desc_sw128(a0 + 2048 * k, 8 * 1024, 1024) : ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
+              TB ? ptx::wgmma_desc_sw128(b0 + 32 * k, 16, 1024) : ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024), 1);
         ptx::wgmma_commit();
         ptx::wgmma_wait<1>();  // k-tile kt-1 has been read: hand its stage back
 #pragma unroll
@@ -273,6 +343,11 @@ struct Gemm {
       if (c.lane == 0) arrive(c.sem(kEmpty + d.last));
     }
     if (!active) return;
+    BiasRows bias{};
+    if constexpr (BIAS != 0) {
+      if (!wait_inputs(c)) return;
+      bias = bias_rows(c, d, wg);
+    }
 
     // Epilogue page: lid 6 (warpgroup 0), the last stage's B page once both warpgroups read it (1).
     unsigned char* out;
@@ -291,12 +366,21 @@ struct Gemm {
     // i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4 (conflict-free: the 8 rows of a
     // store hit 8 different chunks).
     const int w = c.warp & 3, l = c.lane, r0 = 16 * w + (l >> 2);
+    // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
       unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
+      float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
+      if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+      if constexpr (BIAS == 2) {
+        bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+        bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
+      }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+        float x0 = acc[4 * i + 2 * h], x1 = acc[4 * i + 2 * h + 1];
+        if constexpr (BIAS != 0) x0 += bv[h].x, x1 += bv[h].y;
+        const __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
         *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
       }
     }
@@ -342,5 +426,7 @@ struct Gemm {
     store_done(c);
   }
 };
+
+using Gemm = GemmT<>;  // plain A @ B
 
 }  // namespace mk
