@@ -11,7 +11,11 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-UNARY_OPS = ("identity", "relu", "abs", "exp", "exp2", "log", "log2", "neg", "sqrt", "rsqrt")
+UNARY_OPS = ("identity", "relu", "abs", "exp", "exp2", "log", "log2", "neg", "sqrt", "rsqrt",
+             "silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square")
+# Scalar forms, written "name:k" (e.g. "mul_scalar:0.125"); k is rounded to fp32 as the compiler does
+# (canonical %.9g text, then fp32).
+UNARY_SCALAR_OPS = ("add_scalar", "mul_scalar", "div_scalar", "pow_scalar", "clamp_min", "clamp_max")
 BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum")
 
 _UNARY_FNS = {
@@ -25,16 +29,50 @@ _UNARY_FNS = {
     "neg": torch.neg,
     "sqrt": torch.sqrt,
     "rsqrt": torch.rsqrt,
+    "silu": torch.nn.functional.silu,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "cos": torch.cos,
+    "sin": torch.sin,
+    "reciprocal": torch.reciprocal,
+    "square": torch.square,
+}
+
+_UNARY_SCALAR_FNS = {
+    "add_scalar": lambda t, k: t + k,
+    "mul_scalar": lambda t, k: t * k,
+    "div_scalar": lambda t, k: t / k,  # true division, as the compiler (never t * (1/k))
+    "pow_scalar": torch.pow,
+    "clamp_min": torch.clamp_min,
+    "clamp_max": torch.clamp_max,
 }
 
 
-def _parse_unary(ops: str) -> list[str]:
-    names = [s.strip() for s in ops.split(",")]
-    for name in names:
-        if name not in _UNARY_FNS:
-            raise ValueError(f"megakittens.elementwise_unary: unknown op '{name}' in '{ops}' "
-                             f"(expected a comma-separated list of {', '.join(UNARY_OPS)})")
-    return names
+def _fp32(v: float) -> float:
+    """v as the compiler holds it: canonical %.9g text, then rounded to fp32."""
+    return torch.tensor(float(f"{v:.9g}"), dtype=torch.float32).item()
+
+
+def _parse_unary(ops: str) -> list:
+    """[(fn, k or None)] for a comma-separated op list; raises ValueError for an unknown op or a bad constant."""
+    steps = []
+    for item in (s.strip() for s in ops.split(",")):
+        name, colon, num = item.partition(":")
+        if name in _UNARY_FNS and not colon:
+            steps.append((_UNARY_FNS[name], None))
+            continue
+        if name in _UNARY_SCALAR_FNS and colon:
+            try:
+                k = _fp32(float(num))
+            except ValueError:
+                raise ValueError(f"megakittens.elementwise_unary: the constant of '{item}' is not a number") from None
+            steps.append((_UNARY_SCALAR_FNS[name], k))
+            continue
+        raise ValueError(f"megakittens.elementwise_unary: unknown op '{item}' in '{ops}' (expected a comma-separated "
+                         f"list of {', '.join(UNARY_OPS)}, or {', '.join(n + ':k' for n in UNARY_SCALAR_OPS)})")
+    return steps
 
 
 def _binary_fp32(a: Tensor, b: Tensor, op: str, alpha: float) -> Tensor:
@@ -59,12 +97,13 @@ def _binary_fp32(a: Tensor, b: Tensor, op: str, alpha: float) -> Tensor:
 def elementwise_unary(x: Tensor, ops: str) -> Tensor:
     """y = ops[-1](...ops[0](x)): x any shape (rank <= 4), bf16; y same shape and dtype.
 
-    ``ops`` is a comma-separated chain applied left to right, each of UNARY_OPS, in fp32, rounded once.
-    Raises ValueError for an unknown op name.
+    ``ops`` is a comma-separated chain applied left to right, each of UNARY_OPS or a scalar form
+    ``name:k`` of UNARY_SCALAR_OPS (x + k, x * k, x / k, x ** k, clamp_min, clamp_max), in fp32, rounded once.
+    Raises ValueError for an unknown op name or a bad constant.
     """
     t = x.float()
-    for name in _parse_unary(ops):
-        t = _UNARY_FNS[name](t)
+    for fn, k in _parse_unary(ops):
+        t = fn(t) if k is None else fn(t, k)
     return t.to(x.dtype)
 
 

@@ -333,6 +333,102 @@ TEST(ElementwiseIType, ExecuteUnaryMatchesNaive) {
   }
 }
 
+// Every new op (and the scalar forms) against std:: math in double, on a ragged 3-D shape.
+TEST(ElementwiseIType, ExecuteNewUnaryOpsMatchStd) {
+  const double kS = std::sqrt(2.0 / 3.14159265358979323846);
+  const std::vector<std::pair<std::vector<std::string>, double (*)(double)>> cases = {
+      {{"silu"}, [](double x) { return x / (1 + std::exp(-x)); }},
+      {{"gelu"}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+      {{"gelu_tanh"}, nullptr},  // needs kS: below
+      {{"sigmoid"}, [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {{"tanh"}, [](double x) { return std::tanh(x); }},
+      {{"cos"}, [](double x) { return std::cos(x); }},
+      {{"sin"}, [](double x) { return std::sin(x); }},
+      {{"mul_scalar:4", "sin"}, [](double x) { return std::sin(4 * x); }},
+      {{"reciprocal"}, [](double x) { return 1 / x; }},
+      {{"square"}, [](double x) { return x * x; }},
+      {{"add_scalar:2.5"}, [](double x) { return x + 2.5; }},
+      {{"add_scalar:-0.75"}, [](double x) { return x - 0.75; }},
+      {{"mul_scalar:0.125", "add_scalar:1"}, [](double x) { return x * 0.125 + 1; }},
+      {{"div_scalar:3"}, [](double x) { return x / 3; }},
+      {{"neg", "add_scalar:1"}, [](double x) { return 1 - x; }},
+      {{"pow_scalar:3"}, [](double x) { return x * x * x; }},
+      {{"abs", "pow_scalar:1.5"}, [](double x) { return std::pow(std::fabs(x), 1.5); }},
+      {{"abs", "pow_scalar:-2"}, [](double x) { return std::pow(std::fabs(x), -2.0); }},
+      {{"clamp_min:0.5"}, [](double x) { return std::max(x, 0.5); }},
+      {{"clamp_max:-0.5"}, [](double x) { return std::min(x, -0.5); }},
+      {{"clamp_min:-1", "clamp_max:1"}, [](double x) { return std::clamp(x, -1.0, 1.0); }},
+      {{"silu", "mul_scalar:0.5", "gelu"}, [](double x) {
+         const double s = 0.5 * x / (1 + std::exp(-x));
+         return 0.5 * s * (1 + std::erf(s / std::sqrt(2.0)));
+       }},
+  };
+  for (const auto& [ops, f] : cases) {
+    TestCtx ctx;
+    const Shape s{2, 130, 300};
+    const int x = add_slot(ctx, s), y = add_slot(ctx, s, false);
+    // Wider inputs than random_values' default, so that tanh, sigmoid and gelu see their tails.
+    for (float& v : ctx.slots[x].data) v = round_bf16(v * 3.f);
+    const ElementwiseUnary t(ops);
+    run_node(t, node({whole(s)}, {bf16(s)}, Profile::h200()), ctx, {x}, y);
+    std::vector<double> want;
+    for (float v : ctx.slots[x].data)
+      want.push_back(f ? f(v) : 0.5 * v * (1 + std::tanh(kS * (v + 0.044715 * double(v) * v * v))));
+    EXPECT_TRUE(close(ctx.slots[y].data, want)) << t.str();
+  }
+}
+
+TEST(ElementwiseIType, ScalarStepsParseAndParams) {
+  EXPECT_EQ(ElementwiseUnary({"mul_scalar:0.125", "add_scalar:2.50"}).params(), "ops=mul_scalar:0.125,add_scalar:2.5");
+  EXPECT_EQ(ElementwiseUnary({"mul_scalar:0.1"}).params(), "ops=mul_scalar:0.1");
+  EXPECT_EQ(ElementwiseUnary({"clamp_min:0", "pow_scalar:3e0"}).params(), "ops=clamp_min:0,pow_scalar:3");
+  EXPECT_EQ(ElementwiseUnary({"add_scalar:1e-6"}).params(), "ops=add_scalar:1e-06");
+  EXPECT_EQ(UnaryStep::with_constant("div_scalar", 1.0 / 3), "div_scalar:0.333333333");
+  EXPECT_TRUE(ElementwiseUnary({"add_scalar:2.5"}).same_as(ElementwiseUnary({"add_scalar:2.50"})));
+  EXPECT_FALSE(ElementwiseUnary({"add_scalar:2.5"}).same_as(ElementwiseUnary({"add_scalar:2.25"})));
+  const ElementwiseUnary u({"silu", "mul_scalar:0.1"});
+  EXPECT_TRUE(u.has_constants());
+  EXPECT_FALSE(ElementwiseUnary({"silu", "gelu_tanh"}).has_constants());
+  ASSERT_EQ(u.steps().size(), 2u);
+  EXPECT_EQ(u.steps()[0].name, "silu");
+  EXPECT_FALSE(u.steps()[0].has_k);
+  EXPECT_EQ(u.steps()[1].name, "mul_scalar");
+  EXPECT_EQ(u.steps()[1].k, 0.1f);  // the constant is the canonical text rounded to fp32
+  EXPECT_NE(error_of([] { ElementwiseUnary({"add_scalar"}); }).find("op 'add_scalar' needs a constant"), std::string::npos);
+  EXPECT_NE(error_of([] { ElementwiseUnary({"relu:2"}); }).find("op 'relu' takes no constant"), std::string::npos);
+  EXPECT_NE(error_of([] { ElementwiseUnary({"mul_scalar:x2"}); }).find("the constant of 'mul_scalar:x2' is not a number"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { ElementwiseUnary({"mul_scalar:"}); }).find("is not a number"), std::string::npos);
+  EXPECT_NE(error_of([] { ElementwiseUnary({"tan:2"}); }).find("unknown op 'tan:2'"), std::string::npos);
+}
+
+TEST(ElementwiseIType, ScalarStepSemantics) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Division by a constant is exact (x / k), not x * (1/k): they differ for some x.
+  const UnaryStep d = UnaryStep::parse("div_scalar:3");
+  int differs = 0;
+  for (int i = 1; i < 2000; ++i) {
+    const float x = round_bf16(0.01f * static_cast<float>(i));
+    EXPECT_EQ(d.apply(x), x / 3.f);
+    differs += x * (1.f / 3.f) != x / 3.f;
+  }
+  EXPECT_GT(differs, 0);
+  // clamp keeps NaN (as torch.clamp_min / clamp_max); so do the functions.
+  EXPECT_TRUE(std::isnan(UnaryStep::parse("clamp_min:0").apply(nan)));
+  EXPECT_TRUE(std::isnan(UnaryStep::parse("clamp_max:0").apply(nan)));
+  EXPECT_EQ(UnaryStep::parse("clamp_min:0").apply(-2.f), 0.f);
+  EXPECT_EQ(UnaryStep::parse("clamp_max:1").apply(2.f), 1.f);
+  EXPECT_EQ(UnaryStep::parse("pow_scalar:0").apply(nan), 1.f);  // as torch.pow(nan, 0)
+  // Tails: silu/sigmoid saturate without NaN.
+  EXPECT_EQ(UnaryStep::parse("sigmoid").apply(-200.f), 0.f);
+  EXPECT_EQ(UnaryStep::parse("sigmoid").apply(200.f), 1.f);
+  EXPECT_EQ(UnaryStep::parse("silu").apply(-200.f), 0.f);
+  EXPECT_EQ(UnaryStep::parse("silu").apply(200.f), 200.f);
+  EXPECT_EQ(UnaryStep::parse("gelu").apply(-20.f), 0.f);
+  EXPECT_EQ(UnaryStep::parse("gelu_tanh").apply(20.f), 20.f);
+  EXPECT_TRUE(std::isinf(UnaryStep::parse("reciprocal").apply(0.f)));
+}
+
 TEST(ElementwiseIType, ExecuteBinaryMatchesNaive) {
   const std::vector<std::pair<ElementwiseBinary, double (*)(double, double)>> cases = {
       {ElementwiseBinary("add"), [](double a, double b) { return a + b; }},

@@ -131,6 +131,163 @@ TEST(Trace, ScalarOperandRejected) {
   expect_error(b.g, {"node 'maximum' (aten.maximum.default)", "scalar operands are not supported yet", "2"});
 }
 
+// ---- elementwise ops for Llama-family models (issue 6) ----
+
+struct OneOp {
+  std::string target;
+  std::vector<FxArg> args;
+  std::vector<std::pair<std::string, FxArg>> kwargs = {};
+};
+
+// Traces x (64, 128) -> op -> output; returns the op node (its itype and its tensor input).
+const Node& traced_op(DAG& keep, const OneOp& op) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  std::vector<FxArg> args = op.args;
+  for (auto& a : args)
+    if (a.kind == FxArg::Kind::Node) a.i = x;  // ref(-1) stands for x
+  const int t = b.call("op", op.target, args, {64, 128});
+  for (const auto& kw : op.kwargs) b.g.nodes[t].kwargs.push_back(kw);
+  b.output({t});
+  keep = trace(b.g);
+  const Node& n = by_name(keep, "op");
+  EXPECT_EQ(n.inputs.size(), 1u);
+  EXPECT_EQ(keep.nodes[n.inputs.at(0).node].name, "x");
+  return n;
+}
+
+FxArg X() { return ref(-1); }
+
+TEST(Trace, NewUnaryOps) {
+  const std::vector<std::pair<OneOp, std::string>> cases = {
+      {{"aten.silu.default", {X()}}, "ops=silu"},
+      {{"aten.sigmoid.default", {X()}}, "ops=sigmoid"},
+      {{"aten.tanh.default", {X()}}, "ops=tanh"},
+      {{"aten.cos.default", {X()}}, "ops=cos"},
+      {{"aten.sin.default", {X()}}, "ops=sin"},
+      {{"aten.reciprocal.default", {X()}}, "ops=reciprocal"},
+      {{"aten.square.default", {X()}}, "ops=square"},
+      {{"aten.gelu.default", {X()}}, "ops=gelu"},
+      {{"aten.gelu.default", {X()}, {{"approximate", str("none")}}}, "ops=gelu"},
+      {{"aten.gelu.default", {X()}, {{"approximate", str("tanh")}}}, "ops=gelu_tanh"},
+  };
+  for (const auto& [op, want] : cases) {
+    DAG d;
+    EXPECT_EQ(traced_op(d, op).itype->str(), "ElementwiseUnary(" + want + ")") << op.target;
+  }
+}
+
+TEST(Trace, ScalarOperands) {
+  const std::vector<std::pair<OneOp, std::string>> cases = {
+      {{"aten.add.Tensor", {X(), real(2.5)}}, "add_scalar:2.5"},
+      {{"aten.add.Tensor", {X(), num(2)}, {{"alpha", num(3)}}}, "add_scalar:6"},  // x + alpha*c
+      {{"aten.add.Tensor", {num(2), X()}}, "add_scalar:2"},                       // 2 + x
+      {{"aten.add.Tensor", {real(2), X()}, {{"alpha", real(0.5)}}}, "mul_scalar:0.5,add_scalar:2"},
+      {{"aten.sub.Tensor", {X(), num(1)}, {{"alpha", num(2)}}}, "add_scalar:-2"},
+      {{"aten.sub.Tensor", {num(1), X()}}, "neg,add_scalar:1"},
+      {{"aten.mul.Tensor", {X(), real(0.125)}}, "mul_scalar:0.125"},
+      {{"aten.mul.Tensor", {num(3), X()}}, "mul_scalar:3"},
+      {{"aten.mul.Tensor", {X(), real(0.1)}}, "mul_scalar:0.1"},
+      {{"aten.div.Tensor", {X(), num(3)}}, "div_scalar:3"},
+      {{"aten.add.Scalar", {X(), real(1e-6)}}, "add_scalar:1e-06"},
+      {{"aten.add.Scalar", {X(), num(1), num(2)}}, "add_scalar:2"},  // alpha is positional here
+      {{"aten.sub.Scalar", {X(), real(0.5)}}, "add_scalar:-0.5"},
+      {{"aten.mul.Scalar", {X(), real(-2)}}, "mul_scalar:-2"},
+      {{"aten.div.Scalar", {X(), real(8)}}, "div_scalar:8"},
+      {{"aten.rsub.Scalar", {X(), num(1)}}, "neg,add_scalar:1"},
+      {{"aten.rsub.Scalar", {X(), real(1), num(3)}}, "mul_scalar:-3,add_scalar:1"},
+      {{"aten.pow.Tensor_Scalar", {X(), num(2)}}, "square"},
+      {{"aten.pow.Tensor_Scalar", {X(), real(0.5)}}, "sqrt"},
+      {{"aten.pow.Tensor_Scalar", {X(), real(-0.5)}}, "rsqrt"},
+      {{"aten.pow.Tensor_Scalar", {X(), num(1)}}, "identity"},
+      {{"aten.pow.Tensor_Scalar", {X(), num(-1)}}, "reciprocal"},
+      {{"aten.pow.Tensor_Scalar", {X(), num(3)}}, "pow_scalar:3"},
+      {{"aten.pow.Tensor_Scalar", {X(), real(1.5)}}, "pow_scalar:1.5"},
+      {{"aten.clamp_min.default", {X(), num(0)}}, "clamp_min:0"},
+      {{"aten.clamp_max.default", {X(), real(2.5)}}, "clamp_max:2.5"},
+      {{"aten.clamp.default", {X(), num(0)}}, "clamp_min:0"},
+      {{"aten.clamp.default", {X(), num(-1), num(1)}}, "clamp_min:-1,clamp_max:1"},
+      {{"aten.clamp.default", {X(), none(), real(6)}}, "clamp_max:6"},
+      {{"aten.clamp.default", {X()}, {{"max", num(6)}}}, "clamp_max:6"},
+  };
+  for (const auto& [op, want] : cases) {
+    DAG d;
+    EXPECT_EQ(traced_op(d, op).itype->str(), "ElementwiseUnary(ops=" + want + ")") << op.target;
+  }
+}
+
+TEST(Trace, RsubTensorSwapsOperands) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128}), y = b.placeholder("y", {64, 128});
+  const int t = b.call("rsub", "aten.rsub.Tensor", {ref(x), ref(y)}, {64, 128});
+  b.g.nodes[t].kwargs.push_back({"alpha", real(0.5)});
+  b.output({t});
+  const DAG d = trace(b.g);
+  const Node& n = by_name(d, "rsub");
+  EXPECT_EQ(n.itype->str(), "ElementwiseBinary(op=sub,alpha=0.5)");  // y - 0.5 * x
+  EXPECT_EQ(d.nodes[n.inputs[0].node].name, "y");
+  EXPECT_EQ(d.nodes[n.inputs[1].node].name, "x");
+}
+
+// The same constant is one icode; another constant is another.
+TEST(Trace, ScalarConstantsAreParams) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int m1 = b.call("m1", "aten.mul.Tensor", {ref(x), real(0.5)}, {64, 128});
+  const int m2 = b.call("m2", "aten.mul.Tensor", {ref(m1), real(0.5)}, {64, 128});
+  const int m3 = b.call("m3", "aten.mul.Tensor", {ref(m2), real(0.25)}, {64, 128});
+  b.output({m3});
+  const DAG d = trace(b.g);
+  EXPECT_TRUE(by_name(d, "m1").itype->same_as(*by_name(d, "m2").itype));
+  EXPECT_FALSE(by_name(d, "m1").itype->same_as(*by_name(d, "m3").itype));
+}
+
+TEST(Trace, ScalarFormErrors) {
+  auto graph = [](const OneOp& op) {
+    GraphBuilder b;
+    const int x = b.placeholder("x", {64, 128});
+    std::vector<FxArg> args = op.args;
+    for (auto& a : args)
+      if (a.kind == FxArg::Kind::Node) a.i = x;
+    const int t = b.call("op", op.target, args, {64, 128});
+    for (const auto& kw : op.kwargs) b.g.nodes[t].kwargs.push_back(kw);
+    b.output({t});
+    return b.g;
+  };
+  expect_error(graph({"aten.gelu.default", {X()}, {{"approximate", str("fast")}}}),
+               {"node 'op' (aten.gelu.default)", "approximate='fast' is not supported", "'none' or 'tanh'"});
+  expect_error(graph({"aten.div.Tensor", {num(2), X()}}),
+               {"node 'op' (aten.div.Tensor)", "a number divided by a tensor (2 / tensor) is not supported"});
+  expect_error(graph({"aten.div.Tensor", {X(), num(2)}, {{"rounding_mode", str("trunc")}}}),
+               {"node 'op' (aten.div.Tensor)", "rounding_mode='trunc'"});
+  expect_error(graph({"aten.mul.Tensor", {X(), boolean(true)}}),
+               {"node 'op' (aten.mul.Tensor)", "argument 'other' is the bool", "not supported"});
+  expect_error(graph({"aten.add.Tensor", {num(2), real(3)}}), {"node 'op' (aten.add.Tensor)", "both operands are numbers"});
+  expect_error(graph({"aten.clamp.default", {X(), none(), none()}}),
+               {"node 'op' (aten.clamp.default)", "at least one of min and max"});
+  expect_error(graph({"aten.clamp_min.default", {X(), X()}}),
+               {"node 'op' (aten.clamp_min.default)", "argument 'min' must be a number"});
+  expect_error(graph({"aten.pow.Tensor_Scalar", {X(), str("2")}}),
+               {"node 'op' (aten.pow.Tensor_Scalar)", "argument 'exponent' must be a number"});
+  expect_error(graph({"aten.maximum.default", {X(), real(0.5)}}),
+               {"node 'op' (aten.maximum.default)", "scalar operands are not supported"});
+}
+
+TEST(Trace, CustomUnaryScalarForms) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128});
+  const int t = b.call("u", "megakittens.elementwise_unary.default", {ref(x), str("silu, mul_scalar:0.50, add_scalar:1e0")},
+                       {64, 128});
+  b.output({t});
+  EXPECT_EQ(by_name(trace(b.g), "u").itype->str(), "ElementwiseUnary(ops=silu,mul_scalar:0.5,add_scalar:1)");
+
+  GraphBuilder c;
+  const int cx = c.placeholder("x", {64, 128});
+  const int ct = c.call("u", "megakittens.elementwise_unary.default", {ref(cx), str("add_scalar")}, {64, 128});
+  c.output({ct});
+  expect_error(c.g, {"node 'u' (megakittens.elementwise_unary.default)", "op 'add_scalar' needs a constant"});
+}
+
 TEST(Trace, UnknownKwargRejected) {
   GraphBuilder b;
   const int x = b.placeholder("x", {64, 128});
