@@ -8,7 +8,7 @@ import torch
 
 import megakittens
 import megakittens.backend as mk_backend
-from common import mlp_inputs, randn, rel_err
+from common import randn, rel_err
 
 pytestmark = pytest.mark.gpu
 mk = torch.ops.megakittens
@@ -55,16 +55,14 @@ def test_one_kernel_launch_per_call():
     assert not any("memset" in n.lower() for n in names)
 
 
-def _mlp_transposed(W, x, b):
-    """The MLP with x @ W[i].t(): a Gemm with the 'tb' flag, which has no device body yet."""
-    for i in range(W.shape[0]):
-        x = torch.relu(x @ W[i].t() + b[i])
-    return x
+def _attention(q, k, v):
+    """Scaled dot-product attention: an Attention node, which has no device body yet."""
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v)
 
 
 def test_unsupported_device_itype_falls_back_with_a_reason():
-    args = mlp_inputs(256, 256, device="cuda")
+    args = [randn(1, 2, 128, 64, device="cuda") for _ in range(3)]
     with pytest.warns(RuntimeWarning, match="CPU reference interpreter"):
-        out = megakittens.compile(_mlp_transposed)(*args)
-    assert out.is_cuda and rel_err(out, _mlp_transposed(*args)) <= 1e-2
+        out = megakittens.compile(_attention)(*args)
+    assert out.is_cuda and rel_err(out, _attention(*args)) <= 1e-2
     assert mk_backend.dispatchers[-1]._gpu_error  # the reason is recorded (and was in the warning)

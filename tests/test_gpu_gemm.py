@@ -3,7 +3,12 @@ cluster sizes 1 and 2; the seed's MLP through megakittens.compile as exactly one
 
 Shapes cover whole tiles, ragged M / N / K (TMA zero fill and store clipping), m_rows <= 64 (the second
 warpgroup idles), m_rows = 0 ranks (cluster 2 past M), batched bmm, sliced views (stacked weights, a
-K tail that TMA cannot zero-fill), and nk < 4 / nk = 5 (partly used and wrapped page rings)."""
+K tail that TMA cannot zero-fill), and nk < 4 / nk = 5 (partly used and wrapped page rings).
+
+Gemm flags (mk::GemmT<TA, TB, BIAS>): `ta` (A^T stored row-major), `tb` (B^T stored row-major, nn.Linear's
+weight), `bias_row` / `bias_full` (fused fp32 bias epilogue), alone and combined, batched, ragged, with K
+tails zeroed by hand in both smem layouts, sliced / unaligned bias views; an exact integer-valued check for
+every flag combination; nn.Linear modules through megakittens.compile with no fallback."""
 from __future__ import annotations
 
 import functools
@@ -37,6 +42,50 @@ def g_stacked(x, w):  # B = w[1] of a (3, K, N) stack: origin d = 1
     return x @ w[1]
 
 
+def g_ta(a, b):  # a holds A^T: (K, M)
+    return a.t() @ b
+
+
+def g_tb(a, b):  # b holds B^T: (N, K)
+    return a @ b.t()
+
+
+def g_ta_tb(a, b):
+    return a.t() @ b.t()
+
+
+def g_addmm(c, a, b):  # c (N,): bias_row; c (M, N): bias_full
+    return torch.addmm(c, a, b)
+
+
+def g_linear(x, w, b):  # Gemm(tb,bias_row)
+    return torch.nn.functional.linear(x, w, b)
+
+
+def g_bmm_tb(a, b):
+    return a @ b.transpose(1, 2)
+
+
+def g_baddbmm_all(c, a, b):  # Gemm(ta,tb,bias_full), batched
+    return torch.baddbmm(c, a.transpose(1, 2), b.transpose(1, 2))
+
+
+def g_baddbmm_row(c, a, b):  # c (N,) broadcast over batches and rows
+    return torch.baddbmm(c, a, b)
+
+
+def g_sliced_k_t(a, b):  # K = 200 of 256: the K tail zeroed in the M-major A and K-major B tiles
+    return a[:200].t() @ b[:, :200].t()
+
+
+def g_bias_sliced(c, a, b):  # bias_full view at (1, 3) of a (310, 528) backing: 2-byte aligned rows
+    return torch.addmm(c[1:301, 3:523], a, b)
+
+
+def g_bias_stacked(c, x, w):  # bias_row c[1] of a (3, N) stack, with tb
+    return torch.nn.functional.linear(x, w, c[1])
+
+
 def g_two(x, w1, w2):  # a Gemm feeding a Gemm: global barriers between TMA store and TMA load
     return (x @ w1) @ w2
 
@@ -55,6 +104,20 @@ CASES = {
     "sliced_k": (g_sliced_k, [(300, 256), (256, 384)]),
     "stacked_weight": (g_stacked, [(256, 512), (3, 512, 256)]),
     "gemm_chain": (g_two, [(512, 768), (768, 512), (512, 1024)]),
+    # flags
+    "ta_512x768x1024": (g_ta, [(1024, 512), (1024, 768)]),
+    "ta_small_m_56x296x320": (g_ta, [(320, 56), (320, 296)]),  # m_rows <= 64, 5 k-tiles
+    "tb_ragged_1000x3000x512": (g_tb, [(1000, 512), (3000, 512)]),
+    "ta_tb_ragged_1000x296x520": (g_ta_tb, [(520, 1000), (296, 520)]),
+    "bias_row_1000x768x512": (g_addmm, [(768,), (1000, 512), (512, 768)]),
+    "bias_full_ragged_1000x3000x512": (g_addmm, [(1000, 3000), (1000, 512), (512, 3000)]),
+    "linear_1000x3000x512": (g_linear, [(1000, 512), (3000, 512), (3000,)]),
+    "bmm_tb_4x1000x768x256": (g_bmm_tb, [(4, 1000, 256), (4, 768, 256)]),
+    "baddbmm_all_4x512x768x256": (g_baddbmm_all, [(4, 512, 768), (4, 256, 512), (4, 768, 256)]),
+    "baddbmm_row_4x300x520x256": (g_baddbmm_row, [(520,), (4, 300, 256), (4, 256, 520)]),
+    "sliced_k_ta_tb": (g_sliced_k_t, [(256, 304), (384, 256)]),
+    "bias_full_sliced": (g_bias_sliced, [(310, 528), (300, 256), (256, 520)]),
+    "bias_row_stacked_tb": (g_bias_stacked, [(3, 264), (100, 320), (264, 320)]),
 }
 
 
@@ -109,6 +172,79 @@ def test_gemm_tiles_exactly_right():
     assert (ref.abs() < 256).all()  # exact in bf16
     bad = (out.float() != ref).nonzero()
     assert bad.numel() == 0, f"{bad.shape[0]} wrong elements, first at {bad[:5].tolist()}"
+
+
+FLAG_COMBOS = [(ta, tb, bias) for ta in (False, True) for tb in (False, True) for bias in ("none", "row", "full")]
+
+
+def _exact_fn(ta, tb, bias):
+    def ab(a, b):
+        return (a.t() if ta else a), (b.t() if tb else b)
+
+    if bias == "none":
+        def f(a, b):
+            A, B = ab(a, b)
+            return A @ B
+    else:
+        def f(a, b, c):
+            A, B = ab(a, b)
+            return torch.addmm(c, A, B)
+    return f
+
+
+@pytest.mark.parametrize("combo", range(len(FLAG_COMBOS)))
+def test_gemm_flags_exactly_right(combo):
+    """Integer-valued inputs for every (ta, tb, bias) combination, ragged M / N / K: each output element
+    is exact, so a wrong descriptor, transpose bit, swizzle, box coordinate or bias element shows as a
+    mismatch. Cluster size and queue mode alternate over the combinations."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    ta, tb, bias = FLAG_COMBOS[combo]
+    cluster, global_queue = 1 + combo % 2, (combo // 2) % 2 == 1
+    M, N, K = 200, 320, 136
+    shapes = [(K, M) if ta else (M, K), (N, K) if tb else (K, N)]
+    if bias != "none":
+        shapes.append((N,) if bias == "row" else (M, N))
+    fn = _exact_fn(ta, tb, bias)
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_exact_{combo}")
+    want = ("ta," if ta else "") + ("tb," if tb else "") + ("" if bias == "none" else f"bias_{bias},")
+    assert f"Gemm({want[:-1]})" in program.icodes or (want == "" and "Gemm" in program.icodes), program.icodes
+    g = torch.Generator().manual_seed(11 + combo)
+    args = [torch.randint(-2, 3, shapes[0], generator=g), torch.randint(-1, 2, shapes[1], generator=g)]
+    if bias != "none":
+        args.append(torch.randint(-8, 9, shapes[2], generator=g))
+    args = [t.to(BF16).cuda() for t in args]
+    (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+    ref = fn(*[t.float() for t in args])
+    assert (ref.abs() <= 256).all()  # exact in bf16
+    bad = (out.float() != ref).nonzero()
+    assert bad.numel() == 0, f"{(ta, tb, bias)}: {bad.shape[0]} wrong elements, first at {bad[:5].tolist()}"
+
+
+# ---- nn.Linear (tb, tb + bias_row) through megakittens.compile -------------------------------------
+
+@pytest.mark.parametrize("cluster_size", [1, 2])
+@pytest.mark.parametrize("global_work_queue", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_module_on_the_megakernel(bias, global_work_queue, cluster_size):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    torch.manual_seed(5)
+    lin = torch.nn.Linear(512, 768, bias=bias).to(device="cuda", dtype=BF16)
+    f = megakittens.compile(lin, cluster_size=cluster_size, global_work_queue=global_work_queue)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: Gemm(tb[,bias_row]) runs on the megakernel
+        for M in (300, 1024):
+            x = torch.randn(M, 512, device="cuda").to(BF16)
+            with torch.no_grad():
+                out = f(x)
+            ref = torch.nn.functional.linear(x.float(), lin.weight.float(), lin.bias.float() if bias else None)
+            assert out.is_cuda and out.shape == (M, 768)
+            err = rel_err(out, ref)
+            assert err <= 1e-2, f"Linear(bias={bias}) M={M}: relative error {err:.3e}"
+    d = mk_backend.dispatchers[-1]
+    assert d._gpu_error == "", d._gpu_error
 
 
 # ---- the seed's MLP through megakittens.compile ----------------------------------------------------
