@@ -8,6 +8,7 @@ import os
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import megakittens.ops  # noqa: F401  (registers torch.ops.megakittens.*)
@@ -60,6 +61,44 @@ def g_mlp_like(x, b):  # views: b[i] of a (3, R, C) tensor
         x = torch.relu(x + b[i])
     return x
 
+
+# ---- elementwise ops for Llama-family models (issue 6): multi-output graphs, one output per op -------
+
+def g_new_unary(x):
+    return (F.silu(x), F.gelu(x), F.gelu(x, approximate="tanh"), torch.sigmoid(x), torch.tanh(x), torch.cos(x),
+            torch.sin(x), torch.reciprocal(x), torch.square(x))
+
+
+NEW_UNARY_NAMES = ["silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square"]
+
+
+def g_scalar(x):
+    return (x * 0.5 + 1, 2 * x, 3 + x, x - 1.5, 1 - x, torch.rsub(x, 1.0, alpha=3), x / 3, torch.add(x, 2, alpha=3),
+            x * 0.1, x ** 3, x.abs() ** 1.5, (x.abs() + 0.1) ** -0.5, torch.clamp(x, min=0), torch.clamp(x, -1, 0.5),
+            x.clamp_max(0.25), torch.ops.aten.add.Scalar(x, 1e-6), torch.ops.aten.div.Scalar(x, 7.0))
+
+
+SCALAR_NAMES = ["x*0.5+1", "2*x", "3+x", "x-1.5", "1-x", "rsub(alpha=3)", "x/3", "add(alpha=3)", "x*0.1", "x**3",
+                "|x|**1.5", "(|x|+.1)**-0.5", "clamp(min=0)", "clamp(-1,0.5)", "clamp_max", "add.Scalar", "div.Scalar"]
+
+
+def g_chained_scalar(x, y):  # scalar steps between binary ops and a custom op list with constants
+    a = F.silu(x) * y
+    b = mkops.elementwise_unary(a, "mul_scalar:0.125,add_scalar:1,clamp_min:0.5,pow_scalar:2.5")
+    return (b / 3 + torch.sigmoid(y),)
+
+
+def g_swiglu(x, wg, wu):
+    return (F.silu(x @ wg) * (x @ wu),)
+
+
+EW_CASES = {  # name: (fn, input shapes, input scale, output names)
+    "ew_unary_ragged": (g_new_unary, [(300, 520)], 3.0, NEW_UNARY_NAMES),
+    "ew_unary_3d": (g_new_unary, [(2, 256, 384)], 3.0, NEW_UNARY_NAMES),
+    "ew_scalar": (g_scalar, [(300, 520)], 1.0, SCALAR_NAMES),
+    "ew_chained": (g_chained_scalar, [(256, 1024), (256, 1024)], 1.0, ["chain"]),
+    "ew_swiglu": (g_swiglu, [(256, 512), (512, 1024), (512, 1024)], 512 ** -0.25, ["swiglu"]),
+}
 
 CASES = {
     "unary_1024": (g_unary, [(1024, 1024)]),
@@ -187,3 +226,50 @@ def test_jit_cache_hit(tmp_path, monkeypatch):
     k2 = gpu.kernel_for(p2)
     assert not k1.cache_hit and k2.cache_hit and k1.key == k2.key
     assert any(f.endswith(".cubin") for f in os.listdir(tmp_path))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("case", sorted(EW_CASES))
+def test_elementwise_ops_vs_eager(case, global_queue, cluster):
+    """Every new unary op and scalar form on the megakernel, one output per op, against eager bf16."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, shapes, scale, names = EW_CASES[case]
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=case)
+    assert len(program.output_slots) == len(names)
+    for seed in (1, 2):
+        args = [(a.float() * scale).to(BF16) for a in inputs_for(shapes, "cuda", seed=seed)]
+        outs = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        refs = fn(*args)
+        for name, out, ref in zip(names, outs, refs):
+            assert torch.equal(torch.isnan(out), torch.isnan(ref)), f"{case} {name}: NaN pattern differs from eager"
+            finite = torch.isfinite(ref.float())
+            err = rel_err(out.float()[finite], ref.float()[finite])
+            assert err <= 1e-2, f"{case} {name}: relative error {err:.3e}"
+
+
+@pytest.mark.gpu
+def test_elementwise_graph_runs_on_the_megakernel_via_compile():
+    """megakittens.compile on CUDA tensors: SwiGLU + scalar ops launch the megakernel (no fallback)."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    import warnings
+
+    import megakittens
+    import megakittens.backend as mk_backend
+
+    def f(x, wg, wu):
+        h = F.silu(x @ wg) * (x @ wu)
+        return F.gelu(h * 0.5 + 1, approximate="tanh") - torch.clamp(h, -1, 1) / 3
+
+    args = [(a.float() * s).to(BF16) for a, s in zip(inputs_for([(256, 512), (512, 768), (512, 768)], "cuda", seed=7),
+                                                   (1.0, 512 ** -0.5, 512 ** -0.5))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to the CPU interpreter warns: must not happen here
+        out = megakittens.compile(f)(*args)
+    assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
+    assert out.is_cuda
+    assert rel_err(out.float(), f(*args).float()) <= 1e-2

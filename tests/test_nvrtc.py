@@ -10,7 +10,7 @@ import torch
 from megakittens import _C
 
 gpu = pytest.importorskip("megakittens.gpu")
-from test_gpu_kernels import CASES, program_for  # noqa: E402
+from test_gpu_kernels import CASES, EW_CASES, program_for  # noqa: E402
 
 
 def _nvrtc_or_skip():
@@ -181,5 +181,41 @@ def test_itype_without_device_body_is_refused():
     except Exception as e:
         pytest.skip(f"SDPA does not trace to Attention here: {str(e).splitlines()[0]}")
     assert any(n.startswith("Attention") for n in p.icodes), p.icodes
+    with pytest.raises(Exception, match="no GPU body yet"):
+        _C.gpu_generate_source(p)
+
+
+# ---- elementwise ops (issue 6): new unary ops and scalar forms compile, constants exact ---------------
+
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("case", ["ew_unary_ragged", "ew_scalar", "ew_chained"])
+def test_elementwise_ops_compile_without_spills(case, cluster):
+    fn, shapes, _, _ = EW_CASES[case]
+    p = program_for(fn, shapes, cluster_size=cluster)
+    src, cubin, log = _compile(p)
+    assert len(cubin) > 0
+    if case == "ew_unary_ragged":
+        for op in ("silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square"):
+            assert f"mk::ElementwiseUnary<mk::Unary::{op}>" in src
+    else:
+        assert "mk::ElementwiseUnaryK<" in src
+    if case == "ew_scalar":
+        # Constants reach the kernel exactly (fp32 hex literals): 0.5, 1/10 rounded to fp32, 3, 1e-6.
+        for lit in ("mk::Unary::mul_scalar; static constexpr float k = 0x1p-1f;",
+                    "mk::Unary::mul_scalar; static constexpr float k = 0x1.99999ap-4f;",
+                    "mk::Unary::div_scalar; static constexpr float k = 0x1.8p+1f;",
+                    "mk::Unary::add_scalar; static constexpr float k = 0x1.0c6f7ap-20f;"):
+            assert lit in src, lit
+    if "megakittens_kernel" not in log:
+        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    assert spills and max(spills) == 0, log
+
+
+def test_non_finite_scalar_constant_has_no_gpu_body():
+    """An infinite/NaN constant has no device literal: codegen refuses it ("no GPU body yet") so the
+    dispatcher falls back, never emitting code that computes something else."""
+    _nvrtc_or_skip()
+    p = program_for(lambda x: torch.ops.megakittens.elementwise_unary(x, "mul_scalar:inf"), [(64, 128)])
     with pytest.raises(Exception, match="no GPU body yet"):
         _C.gpu_generate_source(p)
