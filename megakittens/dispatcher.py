@@ -6,6 +6,7 @@ and ``_C.interpret`` (the CPU reference interpreter) executes the instruction st
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -55,6 +56,8 @@ class Dispatcher:
         self.input_slots = list(program.input_slots)
         self.output_slots = list(program.output_slots)
         self._output_views = list(program.output_views)
+        self._slot_base = list(program.slot_base)
+        self._slot_offset = list(program.slot_offset)
         # Input slots that some instruction writes (in-place ops): they get a private copy per call,
         # so the caller's tensor is never written.
         written = {s for n in program.nodes for s in n.dst_slots}
@@ -127,9 +130,7 @@ class Dispatcher:
             tensors[s] = self._host(args[k], copy=s in self._copy_inputs)
         for path, s in self.program.attr_slots:
             tensors[s] = self._host(self._attr(path), copy=s in self._copy_inputs)
-        for s, meta in enumerate(self.slots):
-            if tensors[s] is None:
-                tensors[s] = self._fresh(meta)
+        self._fill_slots(tensors, lambda meta: self._fresh(meta))
 
         self.last_stats = _C.interpret(self.program, [t.data_ptr() for t in tensors], seed=self.seed,
                                        global_work_queue=self.options.global_work_queue)
@@ -145,10 +146,12 @@ class Dispatcher:
             t = t.detach()
             return t.clone(memory_format=torch.contiguous_format) if s in self._copy_inputs or not t.is_contiguous() else t
 
-        given = {s: dev(args[k], s) for k, s in self._arg_slots}
+        tensors: list = [None] * len(self.slots)
+        for k, s in self._arg_slots:
+            tensors[s] = dev(args[k], s)
         for path, s in self.program.attr_slots:
-            given[s] = dev(self._attr(path), s)
-        tensors = gpu.allocate_slots(self.program, given, device=device)
+            tensors[s] = dev(self._attr(path), s)
+        self._fill_slots(tensors, lambda meta: torch.empty(list(meta.shape), dtype=_DTYPES[meta.dtype], device=device))
         gpu.run_program_gpu(self.program, tensors, options=self.options)
         self.calls += 1
         return self._outputs(args, tensors, device)
@@ -169,6 +172,18 @@ class Dispatcher:
                 t = t.as_strided(sizes, strides, t.storage_offset() + offset)
             outs.append(t)
         return outs
+
+    def _fill_slots(self, tensors: list, new: Any) -> None:
+        """Every slot not bound yet: a fresh tensor (``new(meta)``), or for a reshape alias
+        (``program.slot_base[s] >= 0``) its base slot's memory seen with the alias's shape."""
+        for s, meta in enumerate(self.slots):
+            if tensors[s] is None and self._slot_base[s] < 0:
+                tensors[s] = new(meta)
+        for s, meta in enumerate(self.slots):
+            base = self._slot_base[s]
+            if base >= 0:
+                off, n = self._slot_offset[s], math.prod(meta.shape)
+                tensors[s] = tensors[base].reshape(-1)[off:off + n].view(list(meta.shape))
 
     @staticmethod
     def _fresh(meta: Any) -> torch.Tensor:

@@ -48,7 +48,12 @@ void DAG::validate() const {
       bool linked = false;
       for (const Use& u : p.users[e.output]) linked |= (u.node == n.id && u.input == static_cast<int>(i));
       if (!linked) fail("DAG: edge '", p.name, "' -> '", n.name, "' is missing on the producer side");
-      const Coord4 shape = p.outputs[e.output].padded();
+      const TensorMeta& producer = p.outputs[e.output];
+      const Coord4 shape = e.range.backing(producer).padded();
+      if (e.range.alias && (e.range.alias->offset < 0 ||
+                            e.range.alias->offset + e.range.backing(producer).numel() > producer.numel()))
+        fail("DAG: reshape alias ", e.range.str(), " of edge '", p.name, "' -> '", n.name, "' is outside tensor ",
+             producer.str());
       if (!Box::of_shape(shape).contains(e.range.box) || e.range.box.empty())
         fail("DAG: range ", e.range.box.str(), " of edge '", p.name, "' -> '", n.name, "' is outside tensor ",
              p.outputs[e.output].str());

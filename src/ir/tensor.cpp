@@ -118,6 +118,12 @@ Box TensorRange::to_backing(const Box& v) const {
 }
 
 namespace {
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
 // Index into view_dim of the unpadded view dim `dim` (negative allowed).
 int view_slot(const TensorRange& r, int64_t dim, const char* op) {
   const int64_t rank = static_cast<int64_t>(r.view_shape.size());
@@ -196,10 +202,56 @@ TensorRange TensorRange::transpose(int64_t dim0, int64_t dim1) const {
   return permute(dims);
 }
 
+TensorMeta TensorRange::backing(const TensorMeta& producer) const {
+  if (!alias) return producer;
+  TensorMeta m = producer;
+  m.shape = alias->shape;
+  return m;
+}
+
+TensorRange TensorRange::reshape(const std::vector<int64_t>& shape, const std::vector<int64_t>& producer) const {
+  TensorMeta base;
+  base.shape = alias ? alias->shape : producer;
+  const Coord4 b = base.padded();
+  // The viewed elements are one contiguous run iff the view is straight, and after the first box
+  // dim wider than 1 every dim is whole.
+  bool contiguous = is_straight();
+  bool wide = false;
+  for (int d = 0; d < 4 && contiguous; ++d) {
+    if (wide && (box.lo[d] != 0 || box.hi[d] != b[d])) contiguous = false;
+    wide |= box.extent(d) > 1;
+  }
+  if (!contiguous)
+    fail("reshape: the view ", str(), " is not one contiguous run of its tensor ", shape_text(base.shape),
+         "; reshaping it would need a copy, which is not supported yet");
+  int64_t numel = box.volume(), known = 1, infer = -1;
+  std::vector<int64_t> out = shape;
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k] == -1) {
+      if (infer >= 0) fail("reshape: at most one -1 in ", shape_text(shape));
+      infer = static_cast<int64_t>(k);
+    } else {
+      known *= out[k];
+    }
+  }
+  if (infer >= 0 && known > 0) out[infer] = numel / known;
+  int64_t total = 1;
+  for (int64_t v : out) total *= v;
+  if (total != numel || out.size() > kMaxRank)
+    fail("reshape: cannot view ", numel, " elements as ", shape_text(shape), " (rank <= 4)");
+  const Coord4 stride{b[1] * b[2] * b[3], b[2] * b[3], b[3], 1};
+  int64_t offset = alias ? alias->offset : 0;
+  for (int d = 0; d < 4; ++d) offset += box.lo[d] * stride[d];
+  TensorRange r = full(out);
+  r.alias = Alias{offset, out};
+  return r;
+}
+
 TensorRange::Strided TensorRange::strided(const Coord4& backing) const {
   Coord4 stride{0, 0, 0, 1};
   for (int d = 2; d >= 0; --d) stride[d] = stride[d + 1] * backing[d + 1];
   Strided out;
+  out.offset = alias ? alias->offset : 0;
   for (int d = 0; d < 4; ++d) out.offset += box.lo[d] * stride[d];
   const int pad = 4 - static_cast<int>(view_shape.size());
   for (size_t i = 0; i < view_shape.size(); ++i) {
@@ -220,6 +272,7 @@ std::string TensorRange::str() const {
     for (int i = 0; i < 4; ++i) os << (i ? "," : "") << int(view_dim[i]);
     os << "]";
   }
+  if (alias) os << " of the reshape " << shape_text(alias->shape) << " at element " << alias->offset;
   return os.str();
 }
 

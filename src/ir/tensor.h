@@ -2,6 +2,7 @@
 // backing tensor. See docs/ir.md, [Note: 4-D tile coords].
 #pragma once
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,9 +52,20 @@ struct Box {
 // view_dim {-1,-1,2,3}; W[1].t() has the same box and view_dim {-1,-1,3,2} (view rows run along the
 // backing's columns). Permutes only reorder view_dim and view_shape: the box never changes.
 struct TensorRange {
+  // A reshape (view/_unsafe_view/unsqueeze/squeeze) reinterprets one contiguous run of the producer's
+  // tensor with a new shape: the run starts at element `offset`, and `box`/`view_dim` are then on
+  // `shape`, not on the producer's shape. The scheduler gives each distinct alias its own tensor slot
+  // over the same memory. [Note: reshape aliases]
+  struct Alias {
+    int64_t offset = 0;
+    std::vector<int64_t> shape;
+    bool operator==(const Alias&) const = default;
+  };
+
   Box box;
   std::array<int8_t, 4> view_dim{0, 1, 2, 3};
   std::vector<int64_t> view_shape;   // unpadded shape the consumer sees
+  std::optional<Alias> alias;        // none: `box` is on the producer's own tensor
 
   static TensorRange full(const std::vector<int64_t>& shape);
   // The whole backing tensor, seen with its own shape and layout (every view dim wider than 1 runs
@@ -74,6 +86,11 @@ struct TensorRange {
   TensorRange permute(const std::vector<int64_t>& dims) const;
   // aten.transpose.int(dim0, dim1): swaps two view dims (a permute).
   TensorRange transpose(int64_t dim0, int64_t dim1) const;
+  // A reshape to `shape` (one -1 is inferred) of this view on a producer tensor of shape `producer`.
+  // The viewed elements must be one contiguous run in memory; throws CompileError otherwise.
+  TensorRange reshape(const std::vector<int64_t>& shape, const std::vector<int64_t>& producer) const;
+  // The tensor the box is on: `producer` itself, or the alias (dtype and device of `producer`).
+  TensorMeta backing(const TensorMeta& producer) const;
   std::string str() const;  // "<box> view[1024,64]", plus " on backing dims [-1,-1,3,2]" when permuted
   bool operator==(const TensorRange&) const = default;
 

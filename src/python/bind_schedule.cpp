@@ -67,6 +67,8 @@ void bind_schedule(nb::module_& m) {
       .def_ro("profile", &Program::profile)
       .def_ro("cluster_size", &Program::cluster_size)
       .def_ro("slots", &Program::slots)
+      .def_ro("slot_base", &Program::slot_base)
+      .def_ro("slot_offset", &Program::slot_offset)
       .def_ro("input_slots", &Program::input_slots)
       .def_ro("attr_slots", &Program::attr_slots)
       .def_ro("output_slots", &Program::output_slots)
@@ -76,10 +78,10 @@ void bind_schedule(nb::module_& m) {
         for (size_t k = 0; k < p.output_ranges.size(); ++k) {
           const TensorRange& r = p.output_ranges[k];
           const TensorMeta& m = p.slots[p.output_slots[k]];
-          if (r.is_full(m.padded()) && r.view_shape == m.shape) {
+          if (!r.alias && r.is_full(m.padded()) && r.view_shape == m.shape) {
             out.append(nb::none());
           } else {
-            const TensorRange::Strided v = r.strided(m.padded());
+            const TensorRange::Strided v = r.strided(r.backing(m).padded());
             out.append(nb::make_tuple(v.offset, v.sizes, v.strides));
           }
         }

@@ -97,7 +97,14 @@ SlotMemory::SlotMemory(const Program& p, const std::vector<SlotBuffer>& bufs, bo
   if (p.slot_producer.size() != p.slots.size())
     fail<std::logic_error>("program.slot_producer has ", p.slot_producer.size(), " entries for ", p.slots.size(), " slots");
   tags_.resize(p.slots.size());
-  for (size_t s = 0; s < p.slots.size(); ++s) tags_[s].assign(p.slots[s].numel(), -1);
+  tag_slot_.resize(p.slots.size());
+  tag_off_.assign(p.slots.size(), 0);
+  for (size_t s = 0; s < p.slots.size(); ++s) {
+    const bool alias = s < p.slot_base.size() && p.slot_base[s] >= 0;
+    tag_slot_[s] = alias ? p.slot_base[s] : static_cast<int>(s);
+    if (alias) tag_off_[s] = p.slot_offset[s];
+    else tags_[s].assign(p.slots[s].numel(), -1);
+  }
   // Graph inputs hold valid data from the start: their writer is the input node.
   auto defined = [&](int s) { tags_.at(s).assign(p.slots[s].numel(), p.slot_producer[s]); };
   for (int s : p.input_slots)
@@ -160,7 +167,7 @@ void SlotMemory::store(int slot, const Box& box, const std::vector<float>& data)
   const int32_t tag = node_ ? node_->node : -1;
   for_runs(m.padded(), box, [&](int64_t off, int64_t n, int64_t pos) {
     write_run(m.dtype, base(slot), off, n, data.data() + pos);
-    if (check_races_) std::fill_n(tags_[slot].begin() + off, n, tag);
+    if (check_races_) std::fill_n(tags_[tag_slot_[slot]].begin() + tag_off_[slot] + off, n, tag);
   });
 }
 
@@ -169,7 +176,7 @@ void SlotMemory::store(int slot, const Box& box, const std::vector<float>& data)
 void SlotMemory::check_reads(int slot, const Box& box) const {
   if (!node_) fail<std::logic_error>(where(), ": loads slot T", slot, " but belongs to no node");
   const Coord4 p = p_.slots[slot].padded();
-  const std::vector<int32_t>& tags = tags_[slot];
+  const int32_t* tags = tags_[tag_slot_[slot]].data() + tag_off_[slot];
   const size_t nsrc = std::min(node_->src_slots.size(), node_->src_producers.size());
   int first = -1;          // first operand reading this slot, for the report
   int64_t bad_off = -1;    // first element that disagrees with it

@@ -38,6 +38,9 @@ class SlotMemory final : public ExecContext {
   const std::vector<SlotBuffer>& bufs_;
   bool check_races_;
   std::vector<std::vector<int32_t>> tags_;  // per slot, per element: DAG id of the last writer, -1: none
+  // A reshape alias shares its base slot's tags: tags_[tag_slot_[s]] from element tag_off_[s] on.
+  std::vector<int> tag_slot_;
+  std::vector<int64_t> tag_off_;
   const Instruction* inst_ = nullptr;
   const NodeSchedule* node_ = nullptr;
 };

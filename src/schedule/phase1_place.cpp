@@ -21,7 +21,7 @@ void phase1_count_and_place(ScheduleState& st) {
     info.profile = st.opt.profile;
     info.cluster_size = st.opt.cluster_size;
     info.outputs = n.outputs;
-    for (const Edge& e : n.inputs) info.inputs.push_back({dag.nodes[e.node].outputs[e.output], e.range});
+    for (const Edge& e : n.inputs) info.inputs.push_back({e.range.backing(dag.nodes[e.node].outputs[e.output]), e.range});
     n.itype->validate(info);
 
     NodeSchedule ns;

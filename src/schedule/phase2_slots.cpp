@@ -26,7 +26,23 @@ int new_slot(ScheduleState& st, const TensorMeta& meta, int producer) {
          st.dag.nodes[producer].name, "')");
   st.prog.slots.push_back(meta);
   st.prog.slot_producer.push_back(producer);
+  st.prog.slot_base.push_back(-1);
+  st.prog.slot_offset.push_back(0);
   return static_cast<int>(st.prog.slots.size()) - 1;
+}
+
+// [Note: reshape aliases] The slot that sees `base` through a reshape: one per (base, offset, shape).
+int alias_slot(ScheduleState& st, int base, const TensorRange::Alias& a) {
+  Program& prog = st.prog;
+  for (size_t s = 0; s < prog.slots.size(); ++s)
+    if (prog.slot_base[s] == base && prog.slot_offset[s] == a.offset && prog.slots[s].shape == a.shape)
+      return static_cast<int>(s);
+  TensorMeta meta = prog.slots[base];
+  meta.shape = a.shape;
+  const int s = new_slot(st, meta, prog.slot_producer[base]);
+  prog.slot_base[s] = base;
+  prog.slot_offset[s] = a.offset;
+  return s;
 }
 
 }  // namespace
@@ -83,7 +99,7 @@ void phase2_assign_slots(ScheduleState& st) {
           if (u.node > n.id) later_reader = true;
           else readers.push_back(st.sched_of[u.node]);
         }
-        const bool ok = p.is_compute() && !feeds_output(p, e.output) && !later_reader &&
+        const bool ok = p.is_compute() && !feeds_output(p, e.output) && !later_reader && !e.range.alias &&
                         e.range.is_full(p.outputs[e.output].padded()) && prog.slots[s] == meta;
         if (ok) {
           slot = s;
@@ -107,7 +123,10 @@ void phase2_assign_slots(ScheduleState& st) {
       st.out_slot[n.id].push_back(slot);
       ns.dst_slots.push_back(slot);
     }
-    for (const Edge& e : n.inputs) ns.src_slots.push_back(st.out_slot[e.node][e.output]);
+    for (const Edge& e : n.inputs) {
+      const int base = st.out_slot[e.node][e.output];
+      ns.src_slots.push_back(e.range.alias ? alias_slot(st, base, *e.range.alias) : base);
+    }
 
     // Release every tensor whose last reader is this node (or that nobody reads).
     auto release = [&](int producer, int o) {

@@ -38,6 +38,23 @@ struct CellGrid {
   }
 };
 
+// [Note: reshape aliases] A consumer that reads through a reshape sees the producer's tensor with
+// another shape, so both sides' boxes become runs of the flat element index (as 1-D boxes on the last
+// dim) before cells are cut. Consecutive rows that touch merge into one run.
+std::vector<Box> linearize(const Box& b, const Coord4& shape, int64_t offset) {
+  const Coord4 stride{shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1};
+  std::vector<Box> out;
+  for (int64_t i0 = b.lo[0]; i0 < b.hi[0]; ++i0)
+    for (int64_t i1 = b.lo[1]; i1 < b.hi[1]; ++i1)
+      for (int64_t i2 = b.lo[2]; i2 < b.hi[2]; ++i2) {
+        const int64_t start = offset + i0 * stride[0] + i1 * stride[1] + i2 * stride[2] + b.lo[3];
+        const int64_t end = start + b.extent(3);
+        if (!out.empty() && out.back().hi[3] == start) out.back().hi[3] = end;
+        else out.push_back({{0, 0, 0, start}, {1, 1, 1, end}});
+      }
+  return out;
+}
+
 CellGrid make_grid(const std::vector<const std::vector<Box>*>& box_lists) {
   CellGrid g;
   for (int d = 0; d < 4; ++d) {
@@ -82,9 +99,21 @@ void phase3_barriers(ScheduleState& st) {
       const NodeSchedule& prod = prog.nodes[p];
       // Boxes on the backing tensor: producer writes are in output coords, consumer reads in view coords.
       std::vector<std::vector<Box>> writes(prod.count), reads(cons.count);
-      for (int64_t i = 0; i < prod.count; ++i) writes[i] = st.descs[p][i].writes[e.output];
-      for (int64_t i = 0; i < cons.count; ++i)
+      const TensorMeta& out_meta = dag.nodes[e.node].outputs[e.output];
+      auto flat = [](std::vector<Box>& boxes, const Coord4& shape, int64_t offset) {
+        std::vector<Box> runs;
+        for (const Box& b : boxes)
+          for (const Box& r : linearize(b, shape, offset)) runs.push_back(r);
+        boxes = std::move(runs);
+      };
+      for (int64_t i = 0; i < prod.count; ++i) {
+        writes[i] = st.descs[p][i].writes[e.output];
+        if (e.range.alias) flat(writes[i], out_meta.padded(), 0);
+      }
+      for (int64_t i = 0; i < cons.count; ++i) {
         for (const Box& b : st.descs[c][i].reads[k]) reads[i].push_back(e.range.to_backing(b));
+        if (e.range.alias) flat(reads[i], e.range.backing(out_meta).padded(), e.range.alias->offset);
+      }
       std::vector<const std::vector<Box>*> lists;
       for (const auto& w : writes) lists.push_back(&w);
       for (const auto& r : reads) lists.push_back(&r);

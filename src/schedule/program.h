@@ -51,6 +51,10 @@ struct Program {
   std::vector<int> output_slots;                    // graph outputs, in order
   std::vector<TensorRange> output_ranges;           // the view of its slot each output returns
   std::vector<int> slot_producer;                   // DAG node id that first defines each slot
+  // [Note: reshape aliases] slot k with slot_base[k] >= 0 owns no memory: it is slot_base[k] seen with
+  // its own shape (slots[k]) from element slot_offset[k] on. The runtime binds both to one buffer.
+  std::vector<int> slot_base;
+  std::vector<int64_t> slot_offset;
   std::vector<ITypePtr> icodes;                     // icodes[0] is Noop
   std::vector<NodeSchedule> nodes;                  // compute nodes, in schedule order
   std::vector<Instruction> instructions;

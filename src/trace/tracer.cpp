@@ -23,6 +23,9 @@ const char* view_schema(const std::string& target) {
   if (target == "aten.permute.default") return "self, dims";
   if (target == "aten.expand.default") return "self, size, *, implicit";
   if (target == "aten.view.default" || target == "aten._unsafe_view.default") return "self, size";
+  if (target == "aten.unsqueeze.default" || target == "aten.squeeze.dim") return "self, dim";
+  if (target == "aten.squeeze.dims") return "self, dim";
+  if (target == "aten.squeeze.default") return "self";
   // Autograd bookkeeping (parameters that require grad): the same tensor, nothing to compute.
   if (target == "aten.detach.default" || target == "aten.alias.default") return "self";
   return nullptr;
@@ -246,15 +249,16 @@ class Tracer {
     e.node = dag_id_[cur];
     e.output = map[out];
     e.range = TensorRange::full(dag_.nodes[e.node].outputs[e.output].shape);
-    for (size_t k = views.size(); k-- > 0;) e.range = apply_view(*views[k], e.range);
+    const std::vector<int64_t>& producer = dag_.nodes[e.node].outputs[e.output].shape;
+    for (size_t k = views.size(); k-- > 0;) e.range = apply_view(*views[k], e.range, producer);
     // A view in front of the output stays on the edge: the dispatcher returns that view of the slot
     // (zero-copy, aliasing like eager), e.g. a transposed weight AOTAutograd saves for backward.
     return e;
   }
 
-  TensorRange apply_view(const FxNode& n, const TensorRange& r) const {
+  TensorRange apply_view(const FxNode& n, const TensorRange& r, const std::vector<int64_t>& producer) const {
     const OpCall c(g_, n, n.target, view_schema(n.target));
-    const TensorRange out = fold_view(c, r);
+    const TensorRange out = fold_view(c, r, producer);
     // The graph knows the view's shape too: a mismatch is a bug in the folding, not in the graph.
     if (n.outputs.size() == 1 && n.outputs[0] && n.outputs[0]->shape != out.view_shape)
       c.fail("internal: the folded view has shape ", dims(out.view_shape), ", the graph says ",
@@ -262,9 +266,36 @@ class Tracer {
     return out;
   }
 
-  static TensorRange fold_view(const OpCall& c, const TensorRange& r) {
+  // `producer`: the shape of the tensor the view chain starts on (reshapes alias runs of it).
+  static TensorRange fold_view(const OpCall& c, const TensorRange& r, const std::vector<int64_t>& producer) {
     const std::string& t = c.target();
     try {
+      if (t == "aten.unsqueeze.default") {
+        std::vector<int64_t> shape = r.view_shape;
+        int64_t d = c.i64("dim");
+        const int64_t rank = static_cast<int64_t>(shape.size());
+        if (d < -rank - 1 || d > rank) c.fail("unsqueeze: dim ", d, " is out of range for rank ", rank);
+        if (d < 0) d += rank + 1;
+        shape.insert(shape.begin() + d, 1);
+        return r.reshape(shape, producer);
+      }
+      if (t == "aten.squeeze.dim" || t == "aten.squeeze.dims" || t == "aten.squeeze.default") {
+        const int64_t rank = static_cast<int64_t>(r.view_shape.size());
+        std::vector<int64_t> which;
+        if (t == "aten.squeeze.dim") which = {c.i64("dim")};
+        else if (t == "aten.squeeze.dims") which = c.ints("dim");
+        else for (int64_t k = 0; k < rank; ++k) which.push_back(k);
+        std::vector<bool> drop(rank, false);
+        for (int64_t d : which) {
+          if (d < -rank || d >= rank) c.fail("squeeze: dim ", d, " is out of range for rank ", rank);
+          d = d < 0 ? d + rank : d;
+          drop[d] = r.view_shape[d] == 1;
+        }
+        std::vector<int64_t> shape;
+        for (int64_t k = 0; k < rank; ++k)
+          if (!drop[k]) shape.push_back(r.view_shape[k]);
+        return shape == r.view_shape ? r : r.reshape(shape, producer);
+      }
       if (t == "aten.t.default") {
         if (r.view_shape.size() > 2) c.fail("t() expects a tensor with <= 2 dims, got ", dims(r.view_shape));
         return r.view_shape.size() == 2 ? r.transpose(0, 1) : r;
@@ -281,10 +312,10 @@ class Tracer {
           inferred += size[k] == -1;
         }
         if (t != "aten.expand.default") same &= inferred <= 1;
+        if (!same && t != "aten.expand.default") return r.reshape(size, producer);  // [Note: reshape aliases]
         if (!same)
-          c.fail(t == "aten.expand.default" ? "broadcasting" : "reshaping", " a ", dims(r.view_shape), " view to ",
-                 dims(size), " is not supported (only ", t == "aten.expand.default" ? "expands" : "views",
-                 " that keep the shape fold into the edge)");
+          c.fail("broadcasting a ", dims(r.view_shape), " view to ", dims(size),
+                 " is not supported (only expands that keep the shape fold into the edge)");
         return r;
       }
       if (t == "aten.select.int") return r.select(c.i64("dim"), c.i64("index"));

@@ -238,14 +238,36 @@ TEST(TraceViews, TransposedViewInFrontOfOutputIsStrided) {
   EXPECT_EQ(ws.strides, (std::vector<int64_t>{32, 1}));
 }
 
-TEST(TraceViews, ReshapeRejectedWithShapes) {
+TEST(TraceViews, ReshapeIsAnAliasOfAContiguousRun) {
+  // [Note: reshape aliases] a whole tensor, and a contiguous slice of one, reshape without a copy.
   GraphBuilder b;
-  const int x = b.placeholder("x", {64, 64});
-  const int v = b.call("view_3", "aten.view.default", {ref(x), ints({32, 128})}, {32, 128});
+  const int x = b.placeholder("x", {3, 64, 64});
+  const int s = b.call("select", "aten.select.int", {ref(x), num(0), num(1)}, {64, 64});
+  const int v = b.call("view_3", "aten.view.default", {ref(s), ints({32, 128})}, {32, 128});
   const int r = b.call("relu", "aten.relu.default", {ref(v)}, {32, 128});
-  b.output({r});
-  EXPECT_HAS(error_of([&] { trace(b.g); }),
-             "node 'view_3' (aten.view.default): reshaping a [64, 64] view to [32, 128] is not supported");
+  const int u = b.call("unsqueeze", "aten.unsqueeze.default", {ref(r), num(0)}, {1, 32, 128});
+  b.output({b.call("neg", "aten.neg.default", {ref(u)}, {1, 32, 128})});
+  const DAG d = trace(b.g);
+  const TensorRange& in = d.nodes[1].inputs.at(0).range;
+  ASSERT_TRUE(in.alias.has_value());
+  EXPECT_EQ(in.alias->offset, 64 * 64);
+  EXPECT_EQ(in.alias->shape, (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(in.backing(d.nodes[0].outputs[0]).shape, (std::vector<int64_t>{32, 128}));
+  const TensorRange& in2 = d.nodes[2].inputs.at(0).range;
+  ASSERT_TRUE(in2.alias.has_value());
+  EXPECT_EQ(in2.alias->offset, 0);
+  EXPECT_EQ(in2.view_shape, (std::vector<int64_t>{1, 32, 128}));
+
+  GraphBuilder t;
+  const int y = t.placeholder("y", {64, 32});
+  const int tr = t.call("t", "aten.t.default", {ref(y)}, {32, 64});
+  const int vv = t.call("view_4", "aten.view.default", {ref(tr), ints({2048})}, {2048});
+  t.output({t.call("relu", "aten.relu.default", {ref(vv)}, {2048})});
+  EXPECT_HAS(error_of([&] { trace(t.g); }), "node 'view_4' (aten.view.default): reshape: the view");
+  EXPECT_HAS(error_of([&] { trace(t.g); }), "is not one contiguous run");
+}
+
+TEST(TraceViews, BroadcastRejectedWithShapes) {
   GraphBuilder b2;
   const int y = b2.placeholder("y", {1, 64});
   const int e = b2.call("expand", "aten.expand.default", {ref(y), ints({8, 64})}, {8, 64});

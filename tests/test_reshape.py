@@ -1,0 +1,68 @@
+"""[Note: reshape aliases] view/reshape/flatten/unsqueeze/squeeze of contiguous runs fold into the edge as
+an alias slot over the same memory: nn.Linear on 3-D inputs, flatten before a matmul, views of slices."""
+import pytest
+import torch
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import randn, rel_err
+
+TOL = 1e-2
+
+
+def _check(fn, *args, seeds=(0,), global_work_queue=False):
+    compiled = megakittens.compile(fn, global_work_queue=global_work_queue)
+    ref = fn(*args)
+    out = compiled(*args)
+    d = mk_backend.dispatchers[-1]
+    for seed in seeds:
+        d.seed = seed
+        out = compiled(*args)
+        outs, refs = (out, ref) if isinstance(out, (tuple, list)) else ((out,), (ref,))
+        for o, r in zip(outs, refs):
+            assert o.shape == r.shape and rel_err(o, r) <= TOL, f"seed {seed}: {rel_err(o, r)}"
+    return d
+
+
+def test_linear_on_3d_input():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 384), torch.nn.ReLU(), torch.nn.Linear(384, 128, bias=False))
+    m = m.to(torch.bfloat16)
+    x = randn(2, 48, 256)
+    with torch.no_grad():
+        d = _check(m, x)
+    assert any(b >= 0 for b in d.program.slot_base)  # the (2, 48, 256) -> (96, 256) views are aliases
+
+
+@pytest.mark.parametrize("global_work_queue", [False, True])
+def test_reshape_chain_interleavings(global_work_queue):
+    def f(x, w):
+        y = torch.relu(x.reshape(-1, 128) @ w)         # (4, 32, 128) -> (128, 128)
+        z = y.view(4, 32, 64).unsqueeze(1)            # (4, 1, 32, 64)
+        return torch.neg(z).squeeze(1).flatten(0, 1)  # (128, 64)
+
+    _check(f, randn(4, 32, 128), randn(128, 64, scale=128 ** -0.5), seeds=range(20),
+           global_work_queue=global_work_queue)
+
+
+def test_view_of_a_slice_and_returned_reshape():
+    def f(W, x):
+        w1 = W[1].view(64, 256)        # a contiguous slice reshaped
+        y = torch.abs(x @ w1)
+        return y.view(-1), W[2].reshape(256, 64)
+
+    W, x = randn(3, 128, 128), randn(32, 64)
+    outs = megakittens.compile(f)(W, x)
+    refs = f(W, x)
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape and rel_err(o, r) <= TOL
+    assert outs[1].data_ptr() == W[2].data_ptr()  # returned views alias the caller's tensor
+
+
+def test_reshape_of_a_transposed_view_is_rejected():
+    """AOTAutograd turns it into clone (a transposing copy, no instruction type yet) + view."""
+    def f(x):
+        return torch.relu(x.t().reshape(-1))
+
+    with pytest.raises(Exception, match=r"node 'clone' \(aten.clone.default\).*must keep its last two dims"):
+        megakittens.compile(f)(randn(64, 32))
