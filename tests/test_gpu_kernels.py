@@ -94,7 +94,6 @@ def g_swiglu(x, wg, wu):
 
 EW_CASES = {  # name: (fn, input shapes, input scale, output names)
     "ew_unary_ragged": (g_new_unary, [(300, 520)], 3.0, NEW_UNARY_NAMES),
-    "ew_unary_3d": (g_new_unary, [(2, 256, 384)], 3.0, NEW_UNARY_NAMES),
     "ew_scalar": (g_scalar, [(300, 520)], 1.0, SCALAR_NAMES),
     "ew_chained": (g_chained_scalar, [(256, 1024), (256, 1024)], 1.0, ["chain"]),
     "ew_swiglu": (g_swiglu, [(256, 512), (512, 1024), (512, 1024)], 512 ** -0.25, ["swiglu"]),
