@@ -280,6 +280,24 @@ def test_linear_module_on_the_megakernel(bias, global_work_queue, cluster_size):
     assert d._gpu_error == "", d._gpu_error
 
 
+def test_linear_module_3d_input():
+    """nn.Linear on a (2, 300, 256) input: the reshape to (600, 256) is an alias slot (no copy) that the
+    Gemm(tb,bias_row) reads through its own tensor map."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    torch.manual_seed(6)
+    lin = torch.nn.Linear(256, 520, bias=True).to(device="cuda", dtype=BF16)
+    f = megakittens.compile(lin, cluster_size=2, global_work_queue=True)
+    x = torch.randn(2, 300, 256, device="cuda").to(BF16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch.no_grad():
+            out = f(x)
+    ref = torch.nn.functional.linear(x.float(), lin.weight.float(), lin.bias.float())
+    assert out.shape == (2, 300, 520) and rel_err(out, ref) <= 1e-2
+    assert mk_backend.dispatchers[-1]._gpu_error == ""
+
+
 # ---- the seed's MLP through megakittens.compile ----------------------------------------------------
 
 MLP_SHAPES = [(512, 512), (1024, 512), (1024, 1024)]
