@@ -14,8 +14,10 @@ namespace mk::rt {
 namespace {
 
 // One-line switch: false sends every flagged Gemm (ta, tb, bias_row, bias_full; Gemm::params() non-empty)
-// back to the CPU interpreter ("no GPU body yet"); plain A @ B stays on the device.
+// back to the CPU interpreter ("no GPU body yet"); plain A @ B stays on the device. The finer switches
+// send back only the Gemms with that flag.
 constexpr bool kGemmFlagsOnDevice = true;
+constexpr bool kGemmTaOnDevice = true, kGemmTbOnDevice = true, kGemmBiasOnDevice = true;
 
 // Exact float literal (hex), so the kernel sees the value the graph had, rounded to fp32 once.
 std::string float_literal(double v) {
@@ -61,7 +63,8 @@ std::string device_type(const IType& it, int icode, const Profile& profile, std:
     if (profile.gemm_cta_m == 128 && profile.gemm_n == 256 && profile.gemm_k == 64) {
       const Gemm::Flags& f = g->flags();
       if (f == Gemm::Flags{}) return "mk::Gemm";
-      if (kGemmFlagsOnDevice) {
+      if (kGemmFlagsOnDevice && (kGemmTaOnDevice || !f.transpose_a) && (kGemmTbOnDevice || !f.transpose_b) &&
+          (kGemmBiasOnDevice || f.bias == Gemm::Bias::none)) {
         const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias == Gemm::Bias::full ? 2 : 0;
         return std::string("mk::GemmT<") + (f.transpose_a ? "true" : "false") + ", " +
                (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias) + ">";
