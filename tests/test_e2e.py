@@ -3,6 +3,8 @@
 Tolerance (DESIGN §8): relative Frobenius error <= 1e-2, no NaN (intermediates are NaN-poisoned, so an
 unwritten tile shows up as inf error).
 """
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -173,11 +175,14 @@ def test_inputs_not_written():
 
 @pytest.mark.gpu
 def test_mlp_cuda_tensors():
+    """The seed's MLP on CUDA tensors runs on the megakernel (no fallback warning)."""
     args = mlp_inputs(256, 256, device="cuda")
-    with pytest.warns(RuntimeWarning, match="CPU reference interpreter"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
         y = megakittens.compile(mlp)(*args)
     assert y.device.type == "cuda"
     _check(y, mlp(*args))
+    assert mk_backend.dispatchers[-1]._gpu_error == ""
 
 
 def test_unused_inputs_are_ignored():
