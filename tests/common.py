@@ -36,3 +36,30 @@ def mlp_inputs(M: int, H: int, layers: int = 3, device: str = "cpu") -> tuple:
     """(W, x, b) for ``mlp`` in bf16; W scaled by 1/sqrt(H) so activations stay O(1)."""
     return (randn(layers, H, H, scale=H ** -0.5, device=device), randn(M, H, device=device),
             randn(layers, M, H, device=device))
+
+
+def check_close(outs, refs, tol: float = 1e-2) -> None:
+    """Every output within relative Frobenius error ``tol`` of its reference (DESIGN §8); NaN fails."""
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    refs = refs if isinstance(refs, (tuple, list)) else (refs,)
+    assert len(outs) == len(refs)
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        err = rel_err(o, r)
+        assert err <= tol, f"output {i}: relative error {err:.3g}"
+
+
+def check_interleavings(fn, args, global_work_queue: bool, cluster_size: int, seeds: int = 20) -> None:
+    """Compile ``fn`` and run it under ``seeds`` SM interleavings of the CPU reference interpreter
+    (``Dispatcher.seed``), each checked against eager."""
+    import megakittens
+    import megakittens.backend as mk_backend
+
+    refs = fn(*args)
+    compiled = megakittens.compile(fn, global_work_queue=global_work_queue, cluster_size=cluster_size)
+    check_close(compiled(*args), refs)
+    d = mk_backend.dispatchers[-1]
+    assert d.program.cluster_size == cluster_size
+    for seed in range(1, seeds):
+        d.seed = seed
+        check_close(d(*args), refs)  # straight to the dispatcher: same program, another interleaving
+    assert d.calls == seeds

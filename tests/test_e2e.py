@@ -11,19 +11,11 @@ import torch.nn.functional as F
 
 import megakittens
 import megakittens.backend as mk_backend
-from common import mlp, mlp_inputs, randn, rel_err
+from common import check_close, check_interleavings, mlp, mlp_inputs, randn
 
-TOL = 1e-2
 mk = torch.ops.megakittens
 
 
-def _check(outs, refs):
-    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    refs = refs if isinstance(refs, (tuple, list)) else (refs,)
-    assert len(outs) == len(refs)
-    for i, (o, r) in enumerate(zip(outs, refs)):
-        err = rel_err(o, r)
-        assert err <= TOL, f"output {i}: relative error {err:.3g}"
 
 
 # --- the seed MLP ------------------------------------------------------------------------------------
@@ -31,7 +23,7 @@ def _check(outs, refs):
 @pytest.mark.parametrize("M,H", [(512, 512), (1024, 512), (1024, 1024)])
 def test_mlp(M, H):
     args = mlp_inputs(M, H)
-    _check(megakittens.compile(mlp)(*args), mlp(*args))
+    check_close(megakittens.compile(mlp)(*args), mlp(*args))
 
 
 def mlp_sliced(W, x, b):
@@ -41,7 +33,7 @@ def mlp_sliced(W, x, b):
 
 def test_mlp_sliced_weights():
     args = mlp_inputs(256, 256)
-    _check(megakittens.compile(mlp_sliced)(*args), mlp_sliced(*args))
+    check_close(megakittens.compile(mlp_sliced)(*args), mlp_sliced(*args))
 
 
 # --- every IType in one graph ------------------------------------------------------------------------
@@ -74,7 +66,7 @@ def mixed_inputs():
 
 def test_mixed_graph():
     args = mixed_inputs()
-    _check(megakittens.compile(mixed)(*args), mixed(*args))
+    check_close(megakittens.compile(mixed)(*args), mixed(*args))
 
 
 def torch_rms_norm(x, g):
@@ -100,19 +92,19 @@ class LlamaRMSNorm(torch.nn.Module):
 def test_torch_rms_norm():
     """F.rms_norm arrives decomposed on a CPU torch; the tracer fuses it back into one RMSNorm."""
     args = randn(64, 128), randn(128)
-    _check(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
+    check_close(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
     assert mk_backend.dispatchers[-1].program.icodes[1:] == ["RMSNorm(eps=9.99999975e-06)"]
 
 
 def test_torch_rms_norm_without_weight():
     f = lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-5)  # noqa: E731
     x = randn(2, 16, 256)
-    _check(megakittens.compile(f)(x), f(x))
+    check_close(megakittens.compile(f)(x), f(x))
 
 
 def test_llama_rms_norm_module():
     m, x = LlamaRMSNorm(256), randn(4, 32, 256)
-    _check(megakittens.compile(m)(x), m(x))
+    check_close(megakittens.compile(m)(x), m(x))
     assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == ["RMSNorm(eps=1e-06)"]
 
 
@@ -129,16 +121,7 @@ GRAPHS = {
 @pytest.mark.parametrize("cluster_size", [1, 2])
 def test_interleavings(graph, global_work_queue, cluster_size):
     fn, make_inputs = GRAPHS[graph]
-    args = make_inputs()
-    refs = fn(*args)
-    compiled = megakittens.compile(fn, global_work_queue=global_work_queue, cluster_size=cluster_size)
-    _check(compiled(*args), refs)
-    d = mk_backend.dispatchers[-1]
-    assert d.program.cluster_size == cluster_size
-    for seed in range(1, 20):
-        d.seed = seed
-        _check(d(*args), refs)  # straight to the dispatcher: same program, another SM interleaving
-    assert d.calls == 20
+    check_interleavings(fn, make_inputs(), global_work_queue, cluster_size)
 
 
 # --- buffers -----------------------------------------------------------------------------------------
@@ -151,7 +134,7 @@ def inplace_on_intermediate(a, b):
 
 def test_inplace_custom_op():
     args = randn(64, 128), randn(64, 128)
-    _check(megakittens.compile(inplace_on_intermediate)(*args), inplace_on_intermediate(*args))
+    check_close(megakittens.compile(inplace_on_intermediate)(*args), inplace_on_intermediate(*args))
 
 
 def test_returned_tensor_survives_next_call():
@@ -162,7 +145,7 @@ def test_returned_tensor_survives_next_call():
     y2 = f(*args2)
     assert y1.data_ptr() != y2.data_ptr()
     torch.testing.assert_close(y1, kept, rtol=0, atol=0)
-    _check(y2, mlp(*args2))
+    check_close(y2, mlp(*args2))
 
 
 def test_inputs_not_written():
@@ -181,7 +164,7 @@ def test_mlp_cuda_tensors():
         warnings.simplefilter("error", RuntimeWarning)
         y = megakittens.compile(mlp)(*args)
     assert y.device.type == "cuda"
-    _check(y, mlp(*args))
+    check_close(y, mlp(*args))
     assert mk_backend.dispatchers[-1]._gpu_error == ""
 
 
@@ -191,4 +174,4 @@ def test_unused_inputs_are_ignored():
         return torch.relu(x)
 
     x = randn(64, 128)
-    _check(megakittens.compile(f)(x, randn(4, 4), torch.randn(3)), torch.relu(x))
+    check_close(megakittens.compile(f)(x, randn(4, 4), torch.randn(3)), torch.relu(x))

@@ -9,18 +9,10 @@ import torch.nn.functional as F
 
 import megakittens
 import megakittens.backend as mk_backend
-from common import BF16, randn, rel_err
-
-TOL = 1e-2
+from common import BF16, check_close, check_interleavings, randn
 
 
-def _check(outs, refs):
-    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-    refs = refs if isinstance(refs, (tuple, list)) else (refs,)
-    assert len(outs) == len(refs)
-    for i, (o, r) in enumerate(zip(outs, refs)):
-        err = rel_err(o, r)
-        assert err <= TOL, f"output {i}: relative error {err:.3g}"
+
 
 
 def _gemm_itypes():
@@ -51,7 +43,7 @@ def xt_yt(x, y):
 ])
 def test_transposed_operands(fn, shapes, itype):
     args = [randn(*s, scale=s[-1] ** -0.5) for s in shapes]
-    _check(megakittens.compile(fn)(*args), fn(*args))
+    check_close(megakittens.compile(fn)(*args), fn(*args))
     assert _gemm_itypes() == [itype]
 
 
@@ -63,7 +55,7 @@ def test_nn_linear(bias):
         if bias:
             lin.bias.copy_(randn(N))
     x = randn(M, K)
-    _check(megakittens.compile(lin)(x), lin(x))
+    check_close(megakittens.compile(lin)(x), lin(x))
     assert _gemm_itypes() == ["Gemm(tb,bias_row)" if bias else "Gemm(tb)"]
 
 
@@ -73,7 +65,7 @@ def addmm_full(c, x, W):
 
 def test_addmm_full_bias():
     args = randn(M, N), randn(M, K), randn(N, K, scale=K ** -0.5)
-    _check(megakittens.compile(addmm_full)(*args), addmm_full(*args))
+    check_close(megakittens.compile(addmm_full)(*args), addmm_full(*args))
     assert _gemm_itypes() == ["Gemm(tb,bias_full)"]
 
 
@@ -101,13 +93,13 @@ def baddbmm_bt(c, a, b):
 
 def test_bmm_transposed_batches():
     a, b = randn(3, M, K), randn(3, N, K, scale=K ** -0.5)
-    _check(megakittens.compile(bmm_bt)(a, b), bmm_bt(a, b))
+    check_close(megakittens.compile(bmm_bt)(a, b), bmm_bt(a, b))
     assert _gemm_itypes() == ["Gemm(tb)"]
     at, b2 = randn(3, K, M), randn(3, K, N, scale=K ** -0.5)
-    _check(megakittens.compile(bmm_at)(at, b2), bmm_at(at, b2))
+    check_close(megakittens.compile(bmm_at)(at, b2), bmm_at(at, b2))
     assert _gemm_itypes() == ["Gemm(ta)"]
     c = randn(N)
-    _check(megakittens.compile(baddbmm_bt)(c, a, b), baddbmm_bt(c, a, b))
+    check_close(megakittens.compile(baddbmm_bt)(c, a, b), baddbmm_bt(c, a, b))
     assert _gemm_itypes() == ["Gemm(tb,bias_row)"]
 
 
@@ -135,10 +127,10 @@ def stacked_t_inputs(M_=128, H=256, layers=3):
 
 def test_stacked_weight_mlp():
     args = stacked_inputs()
-    _check(megakittens.compile(stacked_mlp)(*args), stacked_mlp(*args))
+    check_close(megakittens.compile(stacked_mlp)(*args), stacked_mlp(*args))
     assert _gemm_itypes() == ["Gemm(tb,bias_row)"] * 3
     args = stacked_t_inputs()
-    _check(megakittens.compile(stacked_mlp_t)(*args), stacked_mlp_t(*args))
+    check_close(megakittens.compile(stacked_mlp_t)(*args), stacked_mlp_t(*args))
     assert _gemm_itypes() == ["Gemm(tb)"] * 3
 
 
@@ -162,13 +154,4 @@ GRAPHS = {
 @pytest.mark.parametrize("cluster_size", [1, 2])
 def test_interleavings(graph, global_work_queue, cluster_size):
     fn, make_inputs = GRAPHS[graph]
-    args = make_inputs()
-    refs = fn(*args)
-    compiled = megakittens.compile(fn, global_work_queue=global_work_queue, cluster_size=cluster_size)
-    _check(compiled(*args), refs)
-    d = mk_backend.dispatchers[-1]
-    assert d.program.cluster_size == cluster_size
-    for seed in range(1, 20):
-        d.seed = seed
-        _check(d(*args), refs)  # same program, another SM interleaving
-    assert d.calls == 20
+    check_interleavings(fn, make_inputs(), global_work_queue, cluster_size)
