@@ -88,8 +88,15 @@ bool TensorRange::is_full(const Coord4& backing) const {
 bool TensorRange::is_straight() const {
   const Coord4 v = view_padded();
   for (int i = 0; i < 4; ++i)
-    if (v[i] > 1 && view_dim[i] != i) return false;
+    if (v[i] > 1 && (view_dim[i] != i || bcast[i])) return false;
   return true;
+}
+
+bool TensorRange::has_broadcast() const {
+  const Coord4 v = view_padded();
+  for (int i = 0; i < 4; ++i)
+    if (v[i] > 1 && bcast[i]) return true;
+  return false;
 }
 
 Coord4 TensorRange::view_padded() const {
@@ -101,7 +108,7 @@ Coord4 TensorRange::view_padded() const {
 Coord4 TensorRange::to_backing(const Coord4& p) const {
   Coord4 out = box.lo;
   for (int i = 0; i < 4; ++i)
-    if (view_dim[i] >= 0) out[view_dim[i]] += p[i];
+    if (view_dim[i] >= 0 && !bcast[i]) out[view_dim[i]] += p[i];  // a broadcast dim reads index box.lo
   return out;
 }
 
@@ -110,7 +117,7 @@ Box TensorRange::to_backing(const Box& v) const {
   for (int d = 0; d < 4; ++d) out.hi[d] = out.lo[d] + 1;  // dims no view dim runs along
   for (int i = 0; i < 4; ++i) {
     const int b = view_dim[i];
-    if (b < 0) continue;
+    if (b < 0 || bcast[i]) continue;  // broadcast: the single backing element, extent 1
     out.lo[b] = box.lo[b] + v.lo[i];
     out.hi[b] = box.lo[b] + v.hi[i];
   }
@@ -143,11 +150,14 @@ TensorRange TensorRange::select(int64_t dim, int64_t index) const {
   if (index < 0) index += size;
   TensorRange r = *this;
   const int b = view_dim[slot];
-  r.box.lo[b] += index;
-  r.box.hi[b] = r.box.lo[b] + 1;
+  if (b >= 0 && !bcast[slot]) {  // selecting in a broadcast dim keeps the single backing element
+    r.box.lo[b] += index;
+    r.box.hi[b] = r.box.lo[b] + 1;
+  }
   // Remove the view dim: shift the dims in front of it one place right, pad the front.
-  for (int i = slot; i > 0; --i) r.view_dim[i] = view_dim[i - 1];
+  for (int i = slot; i > 0; --i) r.view_dim[i] = view_dim[i - 1], r.bcast[i] = bcast[i - 1];
   r.view_dim[0] = -1;
+  r.bcast[0] = false;
   r.view_shape.erase(r.view_shape.begin() + udim);
   return r;
 }
@@ -165,8 +175,10 @@ TensorRange TensorRange::slice(int64_t dim, int64_t start, int64_t end) const {
   end = std::max(start, clamp(end));
   TensorRange r = *this;
   const int b = view_dim[slot];
-  r.box.lo[b] = box.lo[b] + start;
-  r.box.hi[b] = box.lo[b] + end;
+  if (!bcast[slot]) {  // a broadcast dim keeps its single backing element
+    r.box.lo[b] = box.lo[b] + start;
+    r.box.hi[b] = box.lo[b] + end;
+  }
   r.view_shape[udim] = end - start;
   return r;
 }
@@ -188,6 +200,7 @@ TensorRange TensorRange::permute(const std::vector<int64_t>& dims) const {
     if (seen[udim]) fail("permute: dims ", dims_str(), " repeat dim ", udim, " (not a permutation)");
     seen[udim] = true;
     r.view_dim[4 - rank + i] = view_dim[slot];
+    r.bcast[4 - rank + i] = bcast[slot];
     r.view_shape[i] = view_shape[udim];
   }
   return r;
@@ -200,6 +213,34 @@ TensorRange TensorRange::transpose(int64_t dim0, int64_t dim1) const {
   for (int i = 0; i < rank; ++i) dims[i] = i;
   std::swap(dims[s0 - (4 - rank)], dims[s1 - (4 - rank)]);
   return permute(dims);
+}
+
+TensorRange TensorRange::expand(const std::vector<int64_t>& size) const {
+  const int rank = static_cast<int>(view_shape.size()), nrank = static_cast<int>(size.size());
+  auto bad = [&](const std::string& why) {
+    fail("expand: cannot expand a ", shape_text(view_shape), " view to ", shape_text(size), ": ", why);
+  };
+  if (nrank > kMaxRank) bad("rank > 4");
+  if (nrank < rank) bad("the new shape has fewer dims than the view");
+  TensorRange r = *this;
+  r.view_shape.assign(size.begin(), size.end());
+  for (int j = 0; j < nrank; ++j) {
+    const int slot = 4 - nrank + j;           // the padded view dim (same slot before and after)
+    const int old = j - (nrank - rank);       // the unpadded old dim, < 0 for a new leading dim
+    const int64_t have = old >= 0 ? view_shape[old] : 1;
+    int64_t want = size[j];
+    if (want == -1) {
+      if (old < 0) bad("-1 is not allowed for a new leading dim " + std::to_string(j));
+      want = have;
+    }
+    if (want < 0) bad("negative size " + std::to_string(want) + " in dim " + std::to_string(j));
+    r.view_shape[j] = want;
+    if (want == have) continue;
+    if (have != 1)
+      bad("dim " + std::to_string(j) + " has size " + std::to_string(have) + " (only size-1 dims broadcast)");
+    r.bcast[slot] = true;  // the new leading dims were padding: view_dim -1, box extent 1
+  }
+  return r;
 }
 
 TensorMeta TensorRange::backing(const TensorMeta& producer) const {
@@ -257,7 +298,7 @@ TensorRange::Strided TensorRange::strided(const Coord4& backing) const {
   for (size_t i = 0; i < view_shape.size(); ++i) {
     const int b = view_dim[pad + i];
     out.sizes.push_back(view_shape[i]);
-    out.strides.push_back(b >= 0 ? stride[b] : 1);
+    out.strides.push_back(bcast[pad + i] ? 0 : b >= 0 ? stride[b] : 1);
   }
   return out;
 }
@@ -267,9 +308,23 @@ std::string TensorRange::str() const {
   os << box.str() << " view[";
   for (size_t i = 0; i < view_shape.size(); ++i) os << (i ? "," : "") << view_shape[i];
   os << "]";
-  if (!is_straight()) {  // a permuted view: which backing dim each padded view dim runs along
+  const Coord4 v = view_padded();
+  bool permuted = false, broadcast = false;
+  for (int i = 0; i < 4; ++i) {
+    permuted |= v[i] > 1 && view_dim[i] != i && !bcast[i];
+    broadcast |= bcast[i];
+  }
+  if (permuted) {  // a permuted view: which backing dim each padded view dim runs along
     os << " on backing dims [";
     for (int i = 0; i < 4; ++i) os << (i ? "," : "") << int(view_dim[i]);
+    os << "]";
+  }
+  if (broadcast) {
+    os << " broadcast along view dims [";
+    const int pad = 4 - static_cast<int>(view_shape.size());
+    bool first = true;
+    for (int i = 0; i < 4; ++i)
+      if (bcast[i]) os << (first ? "" : ",") << i - pad, first = false;
     os << "]";
   }
   if (alias) os << " of the reshape " << shape_text(alias->shape) << " at element " << alias->offset;

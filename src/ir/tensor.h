@@ -66,13 +66,20 @@ struct TensorRange {
   std::array<int8_t, 4> view_dim{0, 1, 2, 3};
   std::vector<int64_t> view_shape;   // unpadded shape the consumer sees
   std::optional<Alias> alias;        // none: `box` is on the producer's own tensor
+  // [Note: broadcast views] bcast[i]: padded view dim i is a broadcast (aten.expand of a size-1 dim):
+  // it has the expanded extent in view_shape but reads one backing element (the box has extent 1 along
+  // its backing dim, if any), so to_backing maps every coordinate in it to that single index.
+  std::array<bool, 4> bcast{false, false, false, false};
 
   static TensorRange full(const std::vector<int64_t>& shape);
   // The whole backing tensor, seen with its own shape and layout (every view dim wider than 1 runs
   // along the backing dim of the same padded index: no transposition).
   bool is_full(const Coord4& backing_padded) const;
-  // Every view dim wider than 1 runs along the backing dim of the same padded index.
+  // Every view dim wider than 1 runs along the backing dim of the same padded index (and none of
+  // them is a broadcast).
   bool is_straight() const;
+  // Some view dim wider than 1 is a broadcast (the view repeats backing elements).
+  bool has_broadcast() const;
   Coord4 view_padded() const;        // view_shape left-padded to 4-D
   Box to_backing(const Box& view_box) const;      // a box in view coords -> backing coords
   Coord4 to_backing(const Coord4& view_point) const;
@@ -86,16 +93,23 @@ struct TensorRange {
   TensorRange permute(const std::vector<int64_t>& dims) const;
   // aten.transpose.int(dim0, dim1): swaps two view dims (a permute).
   TensorRange transpose(int64_t dim0, int64_t dim1) const;
+  // aten.expand.default(size), torch semantics: `size` is right-aligned with the view (new leading dims
+  // allowed, rank <= 4); -1 keeps a dim; a size-1 dim may grow (it becomes a broadcast dim). Throws
+  // CompileError naming both shapes otherwise.
+  TensorRange expand(const std::vector<int64_t>& size) const;
   // A reshape to `shape` (one -1 is inferred) of this view on a producer tensor of shape `producer`.
-  // The viewed elements must be one contiguous run in memory; throws CompileError otherwise.
+  // The viewed elements must be one contiguous run in memory (never a broadcast view); throws
+  // CompileError otherwise.
   TensorRange reshape(const std::vector<int64_t>& shape, const std::vector<int64_t>& producer) const;
   // The tensor the box is on: `producer` itself, or the alias (dtype and device of `producer`).
   TensorMeta backing(const TensorMeta& producer) const;
-  std::string str() const;  // "<box> view[1024,64]", plus " on backing dims [-1,-1,3,2]" when permuted
+  // "<box> view[1024,64]", plus " on backing dims [-1,-1,3,2]" when permuted and " broadcast along
+  // view dims [0]" for broadcast dims.
+  std::string str() const;
   bool operator==(const TensorRange&) const = default;
 
   // The view as torch.as_strided arguments on a contiguous backing tensor of padded shape `backing`:
-  // element offset, sizes (= view_shape) and strides, in elements.
+  // element offset, sizes (= view_shape) and strides, in elements (0 along broadcast dims).
   struct Strided {
     int64_t offset = 0;
     std::vector<int64_t> sizes, strides;

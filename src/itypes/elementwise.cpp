@@ -153,17 +153,56 @@ const std::vector<std::string>& ElementwiseBinary::supported_ops() {
   return ops;
 }
 
-ElementwiseBinary::ElementwiseBinary(std::string op, double alpha, bool inplace)
-    : op_(std::move(op)), alpha_(alpha), inplace_(inplace) {
+ElementwiseBinary::ElementwiseBinary(std::string op, double alpha, bool inplace, Broadcast broadcast)
+    : op_(std::move(op)), alpha_(alpha), inplace_(inplace), bcast_(broadcast) {
   const auto& ok = supported_ops();
   if (std::find(ok.begin(), ok.end(), op_) == ok.end())
     fail("ElementwiseBinary: unknown op '", op_, "'; supported ops: ", join(ok, ", "));
+  for (uint8_t m : bcast_)
+    if (m > 15) fail("ElementwiseBinary: broadcast mask ", int(m), " has bits beyond the 4 padded dims");
+  if (inplace_ && bcast_[0])
+    fail("ElementwiseBinary: in place, input a is the output and cannot broadcast");
 }
+
+namespace {
+std::string mask_text(uint8_t m) {
+  std::string s;
+  for (int d = 0; d < 4; ++d) s += (m >> d & 1) ? '1' : '0';
+  return s;
+}
+
+// Operand k's mask for an output of padded shape `out`: the dims it broadcasts along.
+uint8_t mask_of(const TensorRange& r, const Coord4& out) {
+  const Coord4 v = r.view_padded();
+  uint8_t m = 0;
+  for (int d = 0; d < 4; ++d)
+    if ((v[d] == 1 && out[d] > 1) || (r.bcast[d] && v[d] > 1)) m |= uint8_t(1u << d);
+  return m;
+}
+}  // namespace
 
 std::string ElementwiseBinary::params() const {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", alpha_);
-  return "op=" + op_ + ",alpha=" + buf + (inplace_ ? ",inplace" : "");
+  std::string p = "op=" + op_ + ",alpha=" + buf + (inplace_ ? ",inplace" : "");
+  if (bcast_[0]) p += ",bcast_a=" + mask_text(bcast_[0]);
+  if (bcast_[1]) p += ",bcast_b=" + mask_text(bcast_[1]);
+  return p;
+}
+
+ElementwiseBinary::Broadcast ElementwiseBinary::broadcast_for(const TensorRange& a, const TensorRange& b,
+                                                              Coord4* out_padded) {
+  const Coord4 va = a.view_padded(), vb = b.view_padded();
+  Coord4 out{};
+  for (int d = 0; d < 4; ++d) {
+    if (va[d] == vb[d] || vb[d] == 1) out[d] = va[d];
+    else if (va[d] == 1) out[d] = vb[d];
+    else
+      fail("ElementwiseBinary: input a of shape ", shape_str(a.view_shape), " and input b of shape ",
+           shape_str(b.view_shape), " do not broadcast (padded dim ", d, ": ", va[d], " vs ", vb[d], ")");
+  }
+  if (out_padded) *out_padded = out;
+  return {mask_of(a, out), mask_of(b, out)};
 }
 
 void ElementwiseBinary::validate(const NodeInfo& n) const {
@@ -171,15 +210,30 @@ void ElementwiseBinary::validate(const NodeInfo& n) const {
   require_outputs(n, 1);
   const auto& y = n.outputs[0];
   require_dtype(n, "output", y.dtype, DType::bf16);
+  const Coord4 out = y.padded();
   const char* names[2] = {"input a", "input b"};
   for (int k = 0; k < 2; ++k) {
     const Operand& x = n.inputs[k];
     require_dtype(n, names[k], x.dtype(), DType::bf16);
-    require_rank(n, names[k], x.shape(), 1, 4);
-    if (x.shape() != y.shape)
+    require_rank(n, names[k], x.shape(), 0, 4);
+    const Coord4 v = x.padded();
+    bool ok = x.shape().size() <= y.shape.size();
+    for (int d = 0; d < 4; ++d) ok &= v[d] == out[d] || v[d] == 1;
+    if (!ok)
       fail("node '", n.name, "' (", n.target, "): ", names[k], " shape ", shape_str(x.shape()),
-           " must equal the output shape ", shape_str(y.shape), " (broadcasting is not supported yet)");
-    require_tile_view(n, names[k], x);
+           " does not broadcast to the output shape ", shape_str(y.shape));
+    const uint8_t m = mask_of(x.range, out);
+    if (m != bcast_[k])
+      fail("node '", n.name, "' (", n.target, "): ", names[k], " shape ", shape_str(x.shape()), " (view ",
+           x.range.str(), ") broadcasts along padded dims ", mask_text(m), " to the output shape ",
+           shape_str(y.shape), ", but the instruction type says ", mask_text(bcast_[k]),
+           m == 0 ? " (inputs of the output's shape need the plain form)" : "");
+    // The tile the operand actually reads: extent 1 along its broadcast dims.
+    Operand eff = x;
+    const int pad = 4 - static_cast<int>(eff.range.view_shape.size());
+    for (int d = pad; d < 4; ++d)
+      if (m >> d & 1) eff.range.view_shape[d - pad] = 1, eff.range.bcast[d] = false;
+    require_tile_view(n, names[k], eff);
   }
 }
 
@@ -191,14 +245,21 @@ InstrDesc ElementwiseBinary::instruction(const NodeInfo& n, int64_t i) const {
   const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, i);
   const Box box = tile_box(t);
   InstrDesc d;
-  push_origin(d.indices, n.inputs[0].origin(t.origin));
-  push_origin(d.indices, n.inputs[1].origin(t.origin));
+  d.reads.resize(2);
+  for (int k = 0; k < 2; ++k) {
+    // A broadcast operand's tile starts at view coordinate 0 along its broadcast dims (its backing
+    // point) and is 1 wide there.
+    Box rb = box;
+    for (int dim = 0; dim < 4; ++dim)
+      if (bcast_[k] >> dim & 1) rb.lo[dim] = 0, rb.hi[dim] = 1;
+    push_origin(d.indices, n.inputs[k].origin(rb.lo));
+    d.reads[k] = {rb};
+  }
   // y is a whole tensor: output coords are slot coords. The scheduler aliases y to a's slot only
   // when a is the whole tensor too, so in place this is also where the kernel read a.
   push_origin(d.indices, t.origin);
   d.indices.push_back(static_cast<int32_t>(t.rows));
   d.indices.push_back(static_cast<int32_t>(t.cols));
-  d.reads = {{box}, {box}};
   d.writes = {{box}};
   return d;
 }

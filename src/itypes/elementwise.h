@@ -1,5 +1,7 @@
 // ElementwiseUnary and ElementwiseBinary (seed §12). Tiling and index layout: docs/itypes.md.
 #pragma once
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -63,14 +65,26 @@ class ElementwiseUnary final : public IType {
 
 class ElementwiseBinary final : public IType {
  public:
+  // Per operand (a, b): bit d set = padded dim d (b, d, r, c) of that operand broadcasts over the output
+  // (torch rules: its view has size 1 there, or is a broadcast view dim, while the output is wider).
+  using Broadcast = std::array<uint8_t, 2>;
+
   // op: add, sub, mul, div, maximum, minimum. add/sub compute a + alpha*b / a - alpha*b.
   // inplace: output 0 aliases input 0 (the megakittens::elementwise_binary_ custom op).
-  ElementwiseBinary(std::string op, double alpha = 1.0, bool inplace = false);
+  // broadcast: the operands' broadcast dims (mask bits 0..3); {0, 0} is the plain form.
+  ElementwiseBinary(std::string op, double alpha = 1.0, bool inplace = false, Broadcast broadcast = {0, 0});
   std::string name() const override { return "ElementwiseBinary"; }
-  std::string params() const override;  // "op=add,alpha=1" (+ ",inplace")
+  // "op=add,alpha=1" (+ ",inplace") (+ ",bcast_a=0011" / ",bcast_b=0010": per padded dim b,d,r,c,
+  // only for an operand that broadcasts).
+  std::string params() const override;
   const std::string& op() const { return op_; }
   double alpha() const { return alpha_; }
   bool inplace() const { return inplace_; }
+  const Broadcast& broadcast() const { return bcast_; }
+  bool broadcasts() const { return bcast_[0] || bcast_[1]; }
+  // torch broadcasting of the operand views a, b: the output's padded shape and each operand's mask.
+  // Throws CompileError naming both shapes when they do not broadcast.
+  static Broadcast broadcast_for(const TensorRange& a, const TensorRange& b, Coord4* out_padded = nullptr);
   void validate(const NodeInfo&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
@@ -82,6 +96,7 @@ class ElementwiseBinary final : public IType {
   std::string op_;
   double alpha_;
   bool inplace_;
+  Broadcast bcast_;
 };
 
 }  // namespace mk

@@ -53,6 +53,8 @@ std::string device_type(const IType& it, int icode, const Profile& profile, std:
     return t + ">";
   }
   if (const auto* b = dynamic_cast<const ElementwiseBinary*>(&it)) {
+    if (b->broadcasts())  // no device body reads a broadcast operand yet: the graph falls back
+      throw GpuError("megakittens: IType " + it.str() + " has no GPU body yet (kernels/mk/itypes/)");
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr mk::Binary op = mk::Binary::" + b->op() +
               ";\n  static constexpr float alpha = " + float_literal(b->alpha()) + ";\n};\n";
     return "mk::ElementwiseBinary<" + P + ">";

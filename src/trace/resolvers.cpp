@@ -41,9 +41,21 @@ Resolution gemm_bias(const OpCall& c, const char* a, const char* b) {
   return gemm(c, a, b, "self");
 }
 
+// ElementwiseBinary on tensors a, b; which operand dims broadcast (torch rules, implicit or through a
+// folded expand) depends on the folded views: bound once the tracer has them.
+Resolution binary_on(const OpCall& c, const std::string& op, double alpha, const FxArg& a, const FxArg& b,
+                     bool inplace = false) {
+  Resolution r{std::make_shared<ElementwiseBinary>(op, alpha, inplace), c.target(), {&a, &b}};
+  r.bind = [op, alpha, inplace](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<ElementwiseBinary>(op, alpha, inplace,
+                                               ElementwiseBinary::broadcast_for(views.at(0), views.at(1)));
+  };
+  return r;
+}
+
 Resolution binary(const OpCall& c, const std::string& op, bool has_alpha = false) {
   const double alpha = has_alpha ? c.f64("alpha", 1.0) : 1.0;
-  return {std::make_shared<ElementwiseBinary>(op, alpha), c.target(), {&c.tensor("self"), &c.tensor("other")}};
+  return binary_on(c, op, alpha, c.tensor("self"), c.tensor("other"));
 }
 
 Resolution unary(const OpCall& c, const std::string& op) {
@@ -87,7 +99,7 @@ Resolution rsub(const OpCall& c) {
   const auto a = c.scalar_operand("self"), b = c.scalar_operand("other");
   const double alpha = c.f64("alpha", 1.0);
   if (!a && !b)
-    return {std::make_shared<ElementwiseBinary>("sub", alpha), c.target(), {&c.tensor("other"), &c.tensor("self")}};
+    return binary_on(c, "sub", alpha, c.tensor("other"), c.tensor("self"));
   if (a && b) both_numbers(c);
   if (b) return affine(c, c.tensor("self"), -alpha, *b);     // b - alpha*x
   return affine(c, c.tensor("other"), 1.0, -alpha * *a);     // x - alpha*a
@@ -255,8 +267,7 @@ const std::map<std::string, Entry>& registry() {
       {"megakittens.elementwise_binary.default",
        {"a, b, op, alpha",
         [](const OpCall& c) -> Resolution {
-          return {std::make_shared<ElementwiseBinary>(c.str("op"), c.f64("alpha", 1.0)), c.target(),
-                  {&c.tensor("a"), &c.tensor("b")}};
+          return binary_on(c, c.str("op"), c.f64("alpha", 1.0), c.tensor("a"), c.tensor("b"));
         }}},
       // Functionalized: the FX outputs are (op result slot, new bases...); an op without returns
       // still has one (None) result slot, so base k is FX output 1 + k.
@@ -264,8 +275,9 @@ const std::map<std::string, Entry>& registry() {
        {"a, b, op, alpha",
         [](const OpCall& c) -> Resolution {
           const int base = c.base_index("a");
-          return {std::make_shared<ElementwiseBinary>(c.str("op"), c.f64("alpha", 1.0), true), c.target(),
-                  {&c.tensor("a"), &c.tensor("b")}, {1 + base}};
+          Resolution r = binary_on(c, c.str("op"), c.f64("alpha", 1.0), c.tensor("a"), c.tensor("b"), true);
+          r.kept = {1 + base};
+          return r;
         }}},
       {"megakittens.rms_norm.default",
        {"x, weight, eps",

@@ -13,8 +13,8 @@ namespace mk {
 namespace {
 
 bool is_call(const FxNode& n, const char* target) { return n.op == "call_function" && n.target == target; }
-// Views fold into edge ranges instead of becoming nodes (seed §02 step 4). The reshapes (view, expand)
-// fold only when they keep the shape: AOTAutograd wraps bmm operands and results in such no-ops.
+// Views fold into edge ranges instead of becoming nodes (seed §02 step 4). A reshape (view) of another
+// shape folds as a reshape alias; an expand that grows size-1 dims as a broadcast view.
 const char* view_schema(const std::string& target) {
   if (target == "aten.select.int") return "self, dim, index";
   if (target == "aten.slice.Tensor") return "self, dim, start, end, step";
@@ -173,6 +173,11 @@ class Tracer {
       node.outputs.push_back(to_meta(*n.outputs[o], who));
     }
     for (const FxArg* a : r.inputs) node.inputs.push_back(edge(*a, who, false));
+    // [Note: broadcast views] only ElementwiseBinary reads a broadcast (expanded) view.
+    for (size_t k = 0; k < node.inputs.size(); ++k)
+      if (node.inputs[k].range.has_broadcast() && node.itype->name() != "ElementwiseBinary")
+        fail(who, ": input ", k, " is a broadcast view (expand) ", node.inputs[k].range.str(),
+             "; only elementwise binary ops (add, sub, mul, div, maximum, minimum) read broadcast views");
     if (r.bind) {
       std::vector<TensorRange> views;
       for (const Edge& e : node.inputs) views.push_back(e.range);
@@ -313,9 +318,7 @@ class Tracer {
         }
         if (t != "aten.expand.default") same &= inferred <= 1;
         if (!same && t != "aten.expand.default") return r.reshape(size, producer);  // [Note: reshape aliases]
-        if (!same)
-          c.fail("broadcasting a ", dims(r.view_shape), " view to ", dims(size),
-                 " is not supported (only expands that keep the shape fold into the edge)");
+        if (!same) return r.expand(size);  // [Note: broadcast views]
         return r;
       }
       if (t == "aten.select.int") return r.select(c.i64("dim"), c.i64("index"));

@@ -292,7 +292,11 @@ TEST(ElementwiseIType, ValidateNamesNodeAndValue) {
   });
   EXPECT_NE(shape.find("'n0'"), std::string::npos) << shape;
   EXPECT_NE(shape.find("[1, 8]"), std::string::npos) << shape;
-  EXPECT_NE(shape.find("broadcasting is not supported yet"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("instruction type says 0000"), std::string::npos) << shape;  // plain form, broadcast input
+  const std::string bad = error_of([&] {
+    ElementwiseBinary("add").validate(node({whole({4, 8}), whole({3, 8})}, {bf16({4, 8})}, p));
+  });
+  EXPECT_NE(bad.find("input b shape [3, 8] does not broadcast to the output shape [4, 8]"), std::string::npos) << bad;
   Operand f32 = whole({4, 8});
   f32.backing.dtype = DType::f32;
   const std::string dt = error_of([&] { ElementwiseUnary({"relu"}).validate(node({f32}, {bf16({4, 8})}, p)); });
@@ -471,6 +475,153 @@ TEST(ElementwiseIType, InplaceFormOnAViewWritesOutputCoords) {
   std::vector<double> want;
   for (int64_t k = 0; k < half; ++k) want.push_back(double(before[half + k]) * ctx.slots[b].data[k]);
   EXPECT_TRUE(close(ctx.slots[y].data, want));
+}
+
+// ---- ElementwiseBinary broadcasting ----
+
+TEST(ElementwiseBroadcast, MasksAndParams) {
+  using B = ElementwiseBinary::Broadcast;
+  Coord4 out{};
+  // Row vector (C,) over (R, C): b broadcasts along rows.
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({6, 8}), TensorRange::full({8}), &out), (B{0, 0b0100}));
+  EXPECT_EQ(out, (Coord4{1, 1, 6, 8}));
+  // Column (R, 1): along cols. Per-batch (B, 1, C) + (B, S, C): along rows. 0-d and (1,): everything wider.
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({6, 8}), TensorRange::full({6, 1})), (B{0, 0b1000}));
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({2, 1, 8}), TensorRange::full({2, 5, 8})), (B{0b0100, 0}));
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({2, 5, 8}), TensorRange::full({})), (B{0, 0b1110}));
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({1}), TensorRange::full({3, 2, 5, 8})), (B{0b1111, 0}));
+  // Both sides broadcast: (R, 1) op (1, C) -> (R, C).
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({6, 1}), TensorRange::full({1, 8}), &out), (B{0b1000, 0b0100}));
+  EXPECT_EQ(out, (Coord4{1, 1, 6, 8}));
+  // An expanded view has the output's shape but still broadcasts.
+  const TensorRange e = TensorRange::full({8}).expand({6, 8});
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({6, 8}), e), (B{0, 0b0100}));
+  // Same shapes: the plain form, whose params text is unchanged.
+  EXPECT_EQ(ElementwiseBinary::broadcast_for(TensorRange::full({6, 8}), TensorRange::full({6, 8})), (B{0, 0}));
+  EXPECT_EQ(ElementwiseBinary("add").params(), "op=add,alpha=1");
+  EXPECT_EQ(ElementwiseBinary("mul", 1, false, {0, 0}).params(), "op=mul,alpha=1");
+  EXPECT_EQ(ElementwiseBinary("mul", 1, false, {0, 0b0100}).params(), "op=mul,alpha=1,bcast_b=0010");
+  EXPECT_EQ(ElementwiseBinary("sub", 2, false, {0b1000, 0b0110}).params(), "op=sub,alpha=2,bcast_a=0001,bcast_b=0110");
+  EXPECT_EQ(ElementwiseBinary("add", 1, true, {0, 0b1000}).params(), "op=add,alpha=1,inplace,bcast_b=0001");
+  EXPECT_FALSE(ElementwiseBinary("mul").same_as(ElementwiseBinary("mul", 1, false, {0, 0b0100})));
+  EXPECT_TRUE(ElementwiseBinary("mul").same_as(ElementwiseBinary("mul", 1, false, {0, 0})));
+  // Incompatible shapes name both.
+  const std::string bad = error_of([] {
+    ElementwiseBinary::broadcast_for(TensorRange::full({6, 8}), TensorRange::full({3}));
+  });
+  EXPECT_NE(bad.find("input a of shape [6, 8] and input b of shape [3] do not broadcast"), std::string::npos) << bad;
+  EXPECT_NE(error_of([] { ElementwiseBinary("add", 1, true, {0b0100, 0}); }).find("in place"), std::string::npos);
+}
+
+TEST(ElementwiseBroadcast, IndicesAndRegions) {
+  const Profile p = Profile::h200();  // tiles of 128 x 256
+  // y (2, 200, 300) = a (2, 200, 300) * b, b = the row W[1] (300,) of W (3, 300) broadcast over (2, 200).
+  const Operand a = whole({2, 200, 300});
+  const Operand b{bf16({3, 300}), TensorRange::full({3, 300}).select(0, 1)};
+  const NodeInfo n = node({a, b}, {bf16({2, 200, 300})}, p);
+  const ElementwiseBinary t("mul", 1, false, ElementwiseBinary::broadcast_for(a.range, b.range));
+  EXPECT_EQ(t.broadcast(), (ElementwiseBinary::Broadcast{0, 0b0110}));
+  t.validate(n);
+  ASSERT_EQ(t.num_instructions(n), 2 * 2 * 2);
+  expect_exact_cover(t, n);
+  // Instruction 7: batch 1, row tile 1, col tile 1 -> rows [128, 200), cols [256, 300).
+  const InstrDesc d = t.instruction(n, 7);
+  EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 1, 128, 256, 0, 0, 1, 256, 0, 1, 128, 256, 72, 44}));
+  ASSERT_EQ(d.reads.size(), 2u);
+  EXPECT_EQ(d.reads[0], (std::vector<Box>{{{0, 1, 128, 256}, {1, 2, 200, 300}}}));
+  EXPECT_EQ(d.reads[1], (std::vector<Box>{{{0, 0, 0, 256}, {1, 1, 1, 300}}}));  // view coords: one row
+  EXPECT_EQ(b.range.to_backing(d.reads[1][0]), (Box{{0, 0, 1, 256}, {1, 1, 2, 300}}));
+  EXPECT_EQ(d.writes, (std::vector<std::vector<Box>>{{{{0, 1, 128, 256}, {1, 2, 200, 300}}}}));
+
+  // The same through an expand view: b.expand(2, 200, 300); reads map to the single backing row.
+  const Operand be{bf16({3, 300}), b.range.expand({2, 200, 300})};
+  const NodeInfo ne = node({a, be}, {bf16({2, 200, 300})}, p);
+  const ElementwiseBinary te("mul", 1, false, ElementwiseBinary::broadcast_for(a.range, be.range));
+  EXPECT_EQ(te.broadcast(), t.broadcast());
+  te.validate(ne);
+  const InstrDesc de = te.instruction(ne, 7);
+  EXPECT_EQ(de.indices, d.indices);
+  EXPECT_EQ(be.range.to_backing(de.reads[1][0]), (Box{{0, 0, 1, 256}, {1, 1, 2, 300}}));
+
+  // A column (200, 1) over the rows: its cols stay at 0, one column wide.
+  const Operand c = whole({200, 1});
+  const NodeInfo nc = node({a, c}, {bf16({2, 200, 300})}, p);
+  const ElementwiseBinary tc("add", 1, false, ElementwiseBinary::broadcast_for(a.range, c.range));
+  tc.validate(nc);
+  const InstrDesc dc = tc.instruction(nc, 7);
+  EXPECT_EQ(std::vector<int32_t>(dc.indices.begin() + 4, dc.indices.begin() + 8), (std::vector<int32_t>{0, 0, 128, 0}));
+  EXPECT_EQ(dc.reads[1], (std::vector<Box>{{{0, 0, 128, 0}, {1, 1, 200, 1}}}));
+
+  // A mask that does not match the operands is an error naming the node and the shapes.
+  const std::string wrong = error_of([&] { ElementwiseBinary("mul", 1, false, {0, 0b0100}).validate(nc); });
+  EXPECT_NE(wrong.find("'n0'"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("[200, 1]"), std::string::npos) << wrong;
+  const std::string big = error_of([&] {
+    ElementwiseBinary("mul").validate(node({whole({4, 8}), whole({2, 4, 8})}, {bf16({4, 8})}, p));
+  });
+  EXPECT_NE(big.find("input b shape [2, 4, 8] does not broadcast to the output shape [4, 8]"), std::string::npos) << big;
+}
+
+// The value of operand `r` (on slot `slot`) at output point p, torch broadcasting (size-1 dims read 0).
+double bcast_value(const TestCtx& ctx, int slot, const TensorRange& r, const Coord4& p) {
+  const Coord4 v = r.view_padded(), s = ctx.slots[slot].meta.padded();
+  Coord4 q = p;
+  for (int d = 0; d < 4; ++d)
+    if (v[d] == 1) q[d] = 0;
+  const Coord4 b = r.to_backing(q);
+  return ctx.slots[slot].data[((b[0] * s[1] + b[1]) * s[2] + b[2]) * s[3] + b[3]];
+}
+
+TEST(ElementwiseBroadcast, ExecuteMatchesNaive) {
+  struct Case {
+    Shape a_backing;
+    TensorRange a;
+    Shape b_backing;
+    TensorRange b;
+    Shape y;
+  };
+  const std::vector<Case> cases = {
+      {{3, 140, 260}, TensorRange::full({3, 140, 260}), {260}, TensorRange::full({260}), {3, 140, 260}},
+      {{140, 260}, TensorRange::full({140, 260}), {140, 1}, TensorRange::full({140, 1}), {140, 260}},
+      {{2, 1, 70}, TensorRange::full({2, 1, 70}), {2, 130, 70}, TensorRange::full({2, 130, 70}), {2, 130, 70}},
+      {{2, 3, 130, 40}, TensorRange::full({2, 3, 130, 40}), {}, TensorRange::full({}), {2, 3, 130, 40}},
+      {{1}, TensorRange::full({1}), {5, 300}, TensorRange::full({5, 300}), {5, 300}},
+      {{130, 1}, TensorRange::full({130, 1}), {1, 270}, TensorRange::full({1, 270}), {130, 270}},
+      // cos/sin (S, D) over (B, H, S, D), and a row of a stacked table expanded over rows.
+      {{2, 3, 40, 64}, TensorRange::full({2, 3, 40, 64}), {40, 64}, TensorRange::full({40, 64}), {2, 3, 40, 64}},
+      {{150, 300}, TensorRange::full({150, 300}), {4, 300}, TensorRange::full({4, 300}).slice(0, 2, 3).expand({150, 300}),
+       {150, 300}},
+      // A (1, 300) row expanded to (2, 150, 300) with a new leading dim, against a column slice of a backing.
+      {{4, 150, 1}, TensorRange::full({4, 150, 1}).slice(0, 1, 3), {1, 300}, TensorRange::full({1, 300}).expand({2, 150, 300}),
+       {2, 150, 300}},
+  };
+  const std::vector<std::pair<std::string, double (*)(double, double)>> ops = {
+      {"add", [](double a, double b) { return a + 0.5 * b; }},
+      {"sub", [](double a, double b) { return a - 0.5 * b; }},
+      {"mul", [](double a, double b) { return a * b; }},
+      {"div", [](double a, double b) { return a / b; }},
+      {"maximum", [](double a, double b) { return std::max(a, b); }},
+  };
+  for (const Case& cs : cases)
+    for (const auto& [op, f] : ops) {
+      TestCtx ctx;
+      const int sa = add_slot(ctx, cs.a_backing), sb = add_slot(ctx, cs.b_backing), sy = add_slot(ctx, cs.y, false);
+      const Operand a{bf16(cs.a_backing), cs.a}, b{bf16(cs.b_backing), cs.b};
+      const double alpha = op == "add" || op == "sub" ? 0.5 : 1.0;
+      const ElementwiseBinary t(op, alpha, false, ElementwiseBinary::broadcast_for(a.range, b.range));
+      const NodeInfo n = node({a, b}, {bf16(cs.y)}, Profile::h200());
+      run_node(t, n, ctx, {sa, sb}, sy);
+      const Coord4 ys = n.outputs[0].padded();
+      std::vector<double> want;
+      for (int64_t i0 = 0; i0 < ys[0]; ++i0)
+        for (int64_t i1 = 0; i1 < ys[1]; ++i1)
+          for (int64_t i2 = 0; i2 < ys[2]; ++i2)
+            for (int64_t i3 = 0; i3 < ys[3]; ++i3) {
+              const Coord4 p{i0, i1, i2, i3};
+              want.push_back(f(bcast_value(ctx, sa, a.range, p), bcast_value(ctx, sb, b.range, p)));
+            }
+      EXPECT_TRUE(close(ctx.slots[sy].data, want)) << t.str() << " a " << a.range.str() << " b " << b.range.str();
+    }
 }
 
 // ---- RMSNorm ----

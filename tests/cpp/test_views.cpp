@@ -98,6 +98,54 @@ TEST(TensorRangeViews, IsFullNeedsStraightLayout) {
   EXPECT_FALSE(one.transpose(0, 1).is_straight());  // (64, 1): rows along the backing's columns
 }
 
+TEST(TensorRangeViews, ExpandBroadcastsSizeOneDims) {
+  // A row W[2] (64,) of W (4, 64), expanded to (3, 8, 64): two new leading dims, one backing row.
+  const TensorRange row = TensorRange::full({4, 64}).select(0, 2);
+  const TensorRange e = row.expand({3, 8, 64});
+  EXPECT_EQ(e.view_shape, (Shape{3, 8, 64}));
+  EXPECT_EQ(e.bcast, (std::array<bool, 4>{false, true, true, false}));
+  EXPECT_EQ(e.box, row.box);
+  EXPECT_TRUE(e.has_broadcast());
+  EXPECT_FALSE(e.is_straight());
+  EXPECT_FALSE(e.is_full({1, 1, 4, 64}));
+  // Any coordinate in a broadcast dim maps to the single backing index.
+  EXPECT_EQ(e.to_backing(Coord4{0, 2, 5, 7}), (Coord4{0, 0, 2, 7}));
+  EXPECT_EQ(e.to_backing(Box{{0, 1, 2, 8}, {1, 3, 8, 16}}), (Box{{0, 0, 2, 8}, {1, 1, 3, 16}}));
+  EXPECT_EQ(e.str(), "((0,1),(0,1),(2,3),(0,64)) view[3,8,64] broadcast along view dims [0,1]");
+  // torch.as_strided: stride 0 along broadcast dims.
+  const TensorRange::Strided st = e.strided({1, 1, 4, 64});
+  EXPECT_EQ(st.offset, 2 * 64);
+  EXPECT_EQ(st.sizes, (Shape{3, 8, 64}));
+  EXPECT_EQ(st.strides, (Shape{0, 0, 1}));
+  // A (R, 1) column grown along its existing size-1 dim; -1 keeps a dim.
+  const TensorRange c = TensorRange::full({5, 1}).expand({-1, 32});
+  EXPECT_EQ(c.view_shape, (Shape{5, 32}));
+  EXPECT_EQ(c.bcast, (std::array<bool, 4>{false, false, false, true}));
+  EXPECT_EQ(c.to_backing(Box{{0, 0, 1, 3}, {1, 1, 4, 20}}), (Box{{0, 0, 1, 0}, {1, 1, 4, 1}}));
+  // Same shape: unchanged. A 0-d tensor grows to anything.
+  EXPECT_EQ(TensorRange::full({5, 1}).expand({5, 1}), TensorRange::full({5, 1}));
+  const TensorRange z = TensorRange::full({}).expand({2, 3});
+  EXPECT_EQ(z.to_backing(Coord4{0, 0, 1, 2}), (Coord4{0, 0, 0, 0}));
+  // select / slice / permute carry the broadcast dims along.
+  EXPECT_EQ(e.select(0, 2), row.expand({8, 64}));
+  const TensorRange sl = e.slice(1, 2, 6);
+  EXPECT_EQ(sl.view_shape, (Shape{3, 4, 64}));
+  EXPECT_EQ(sl.box, row.box);
+  const TensorRange pm = e.permute({2, 0, 1});
+  EXPECT_EQ(pm.view_shape, (Shape{64, 3, 8}));
+  EXPECT_EQ(pm.bcast, (std::array<bool, 4>{false, false, true, true}));
+  EXPECT_EQ(pm.to_backing(Coord4{0, 9, 2, 7}), (Coord4{0, 0, 2, 9}));
+  // A reshape of a broadcast view is not a contiguous run.
+  EXPECT_HAS(error_of([&] { e.reshape({3, 512}, {4, 64}); }), "is not one contiguous run");
+  EXPECT_HAS(error_of([&] { c.reshape({160}, {5, 1}); }), "is not one contiguous run");
+  // Only size-1 dims grow; the message names both shapes.
+  EXPECT_HAS(error_of([&] { TensorRange::full({3, 64}).expand({8, 64}); }),
+             "expand: cannot expand a [3, 64] view to [8, 64]: dim 0 has size 3");
+  EXPECT_HAS(error_of([&] { TensorRange::full({64}).expand({-1, 64}); }), "-1 is not allowed for a new leading dim");
+  EXPECT_HAS(error_of([&] { TensorRange::full({3, 64}).expand({64}); }), "fewer dims");
+  EXPECT_HAS(error_of([&] { TensorRange::full({64}).expand({2, 2, 2, 2, 64}); }), "rank > 4");
+}
+
 TEST(TensorRangeViews, PermuteRejectsNonPermutations) {
   const TensorRange x = TensorRange::full({2, 3, 4});
   EXPECT_HAS(error_of([&] { x.permute({0, 1}); }), "permute: dims [0, 1] must name each of the 3 dims");
@@ -267,12 +315,60 @@ TEST(TraceViews, ReshapeIsAnAliasOfAContiguousRun) {
   EXPECT_HAS(error_of([&] { trace(t.g); }), "is not one contiguous run");
 }
 
-TEST(TraceViews, BroadcastRejectedWithShapes) {
+TEST(TraceViews, BroadcastViewOnlyForBinaryOps) {
+  // A broadcast view folds, but only ElementwiseBinary reads one.
   GraphBuilder b2;
   const int y = b2.placeholder("y", {1, 64});
   const int e = b2.call("expand", "aten.expand.default", {ref(y), ints({8, 64})}, {8, 64});
   b2.output({b2.call("relu", "aten.relu.default", {ref(e)}, {8, 64})});
-  EXPECT_HAS(error_of([&] { trace(b2.g); }), "broadcasting a [1, 64] view to [8, 64] is not supported");
+  const std::string msg = error_of([&] { trace(b2.g); });
+  EXPECT_HAS(msg, "node 'relu' (aten.relu.default): input 0 is a broadcast view (expand)");
+  EXPECT_HAS(msg, "view[8,64] broadcast along view dims [0]");
+  // An expand that cannot broadcast names both shapes.
+  GraphBuilder b3;
+  const int z = b3.placeholder("z", {3, 64});
+  const int e3 = b3.call("expand", "aten.expand.default", {ref(z), ints({8, 64})}, {8, 64});
+  b3.output({b3.call("mul", "aten.mul.Tensor", {ref(e3), ref(e3)}, {8, 64})});
+  EXPECT_HAS(error_of([&] { trace(b3.g); }),
+             "node 'expand' (aten.expand.default): expand: cannot expand a [3, 64] view to [8, 64]");
+  // A reshape of a broadcast view is not a contiguous run.
+  GraphBuilder b4;
+  const int w = b4.placeholder("w", {64});
+  const int e4 = b4.call("expand", "aten.expand.default", {ref(w), ints({8, 64})}, {8, 64});
+  const int v4 = b4.call("view", "aten.view.default", {ref(e4), ints({512})}, {512});
+  const int x4 = b4.placeholder("x", {512});
+  b4.output({b4.call("add", "aten.add.Tensor", {ref(x4), ref(v4)}, {512})});
+  EXPECT_HAS(error_of([&] { trace(b4.g); }), "node 'view' (aten.view.default): reshape: the view");
+  EXPECT_HAS(error_of([&] { trace(b4.g); }), "is not one contiguous run");
+}
+
+TEST(TraceViews, BinaryOpsBroadcastImplicitlyAndThroughExpand) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {16, 64});
+  const int w = b.placeholder("w", {64});
+  const int c = b.placeholder("c", {16, 1});
+  const int m = b.call("mul", "aten.mul.Tensor", {ref(x), ref(w)}, {16, 64});         // implicit
+  const int e = b.call("expand", "aten.expand.default", {ref(w), ints({16, 64})}, {16, 64});
+  const int a = b.call("add", "aten.add.Tensor", {ref(e), ref(m)}, {16, 64});         // expand_as
+  const int s = b.call("sub", "aten.sub.Tensor", {ref(a), ref(c)}, {16, 64});         // column
+  const int r = b.call("rsub", "aten.rsub.Tensor", {ref(c), ref(s)}, {16, 64});       // s - c
+  b.output({r});
+  const DAG d = trace(b.g);
+  EXPECT_EQ(by_name(d, "mul").itype->str(), "ElementwiseBinary(op=mul,alpha=1,bcast_b=0010)");
+  EXPECT_EQ(by_name(d, "add").itype->str(), "ElementwiseBinary(op=add,alpha=1,bcast_a=0010)");
+  EXPECT_EQ(by_name(d, "sub").itype->str(), "ElementwiseBinary(op=sub,alpha=1,bcast_b=0001)");
+  EXPECT_EQ(by_name(d, "rsub").itype->str(), "ElementwiseBinary(op=sub,alpha=1,bcast_b=0001)");
+  const TensorRange& er = by_name(d, "add").inputs[0].range;
+  EXPECT_EQ(er.view_shape, (Shape{16, 64}));
+  EXPECT_EQ(er.bcast, (std::array<bool, 4>{false, false, true, false}));
+  EXPECT_EQ(er.box.str(), "((0,1),(0,1),(0,1),(0,64))");
+  // Incompatible operands name both shapes.
+  GraphBuilder g;
+  const int p = g.placeholder("p", {16, 64});
+  const int q = g.placeholder("q", {32});
+  g.output({g.call("mul", "aten.mul.Tensor", {ref(p), ref(q)}, {16, 64})});
+  EXPECT_HAS(error_of([&] { trace(g.g); }),
+             "node 'mul' (aten.mul.Tensor): ElementwiseBinary: input a of shape [16, 64] and input b of shape [32] do not broadcast");
 }
 
 TEST(TraceViews, BadPermuteNamesNode) {

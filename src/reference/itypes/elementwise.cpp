@@ -65,13 +65,22 @@ void ElementwiseUnary::execute(const Instruction& in, ExecContext& ctx) const {
 
 void ElementwiseBinary::execute(const Instruction& in, ExecContext& ctx) const {
   const int64_t rows = in.indices[12], cols = in.indices[13];
-  const std::vector<float> a = ctx.load(in.src_tensors[0], tile_at(in.indices, rows, cols));
-  const std::vector<float> b = ctx.load(in.src_tensors[1], tile_at(in.indices + 4, rows, cols));
+  // A broadcast operand's tile is 1 wide along its broadcast rows/cols (dims 2/3); its origin already
+  // sits on its single backing element along broadcast batch dims (0/1).
+  int64_t r[2], c[2];
+  for (int k = 0; k < 2; ++k) {
+    r[k] = (bcast_[k] >> 2 & 1) ? 1 : rows;
+    c[k] = (bcast_[k] >> 3 & 1) ? 1 : cols;
+  }
+  const std::vector<float> a = ctx.load(in.src_tensors[0], tile_at(in.indices, r[0], c[0]));
+  const std::vector<float> b = ctx.load(in.src_tensors[1], tile_at(in.indices + 4, r[1], c[1]));
   const float alpha = static_cast<float>(alpha_);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> y(a.size());
-  for (size_t k = 0; k < a.size(); ++k) {
-    const float x = a[k], z = b[k];
+  std::vector<float> y(static_cast<size_t>(rows * cols));
+  for (size_t k = 0; k < y.size(); ++k) {
+    const int64_t i = static_cast<int64_t>(k) / cols, j = static_cast<int64_t>(k) % cols;
+    const float x = a[(r[0] == 1 ? 0 : i) * c[0] + (c[0] == 1 ? 0 : j)];
+    const float z = b[(r[1] == 1 ? 0 : i) * c[1] + (c[1] == 1 ? 0 : j)];
     if (op_ == "add") y[k] = x + alpha * z;
     else if (op_ == "sub") y[k] = x - alpha * z;
     else if (op_ == "mul") y[k] = x * z;
