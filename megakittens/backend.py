@@ -58,7 +58,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     if options.verbose:
         _print_graph(gm, name, is_backward)
     t0 = time.perf_counter()
-    dag = _C.trace(fx_export.export_graph(gm, name, is_backward))
+    graph = fx_export.export_graph(gm, name, is_backward)
+    if options.dry_run:
+        return _dry_run(gm, graph, options, name)
+    dag = _C.trace(graph)
     if options.verbose:
         _log(f"trace {(time.perf_counter() - t0) * 1e3:.1f} ms ({len(dag.nodes)} nodes)")
     number = artifacts.next_number(name) if options.save_dag or options.save_schedule else -1
@@ -66,8 +69,6 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         path = artifacts.save_dag(dag, name, number)
         if options.verbose:
             _log(f"saved {path}")
-    if options.dry_run:
-        return make_boxed_func(gm)
 
     profile = _C.Profile.by_name(*options.profile_args())
     program = _C.schedule(dag, profile, cluster_size=options.cluster_size)
@@ -87,6 +88,42 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     if options.verbose:
         _log("dispatcher ready")
     return make_boxed_func(dispatcher)
+
+
+def support_report(graph: Any, name: str, options: Options) -> str:
+    """dry_run's report: each op without an instruction type, how often, and why (else the first error
+    of tracing or scheduling, e.g. a dtype or shape constraint, or that the whole graph is supported)."""
+    issues = list(_C.support_report(graph))
+    if not issues:
+        try:
+            _C.schedule(_C.trace(graph), _C.Profile.by_name(*options.profile_args()), cluster_size=options.cluster_size)
+        except _C.CompileError as e:
+            issues.append(("", "", str(e)))
+    if not issues:
+        return f"[megakittens] support report for '{name}': every op has an instruction type"
+    by_target: dict = {}
+    for node, target, reason in issues:
+        by_target.setdefault(target or "(graph)", []).append((node, reason))
+    lines = [f"[megakittens] support report for '{name}': {len(issues)} node(s) cannot be compiled"]
+    for target, hits in by_target.items():
+        nodes = ", ".join(n for n, _ in hits if n)
+        lines.append(f"  {target} x{len(hits)}" + (f" ({nodes})" if nodes else "") + f": {hits[0][1]}")
+    return "\n".join(lines)
+
+
+def _dry_run(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str) -> Callable:
+    """Trace only: print the support report (and save_dag when the graph traces), then run eagerly."""
+    print(support_report(graph, name, options), flush=True)
+    if options.save_dag:
+        try:
+            dag = _C.trace(graph)
+        except _C.CompileError:
+            pass  # already in the report
+        else:
+            path = artifacts.save_dag(dag, name, artifacts.next_number(name))
+            if options.verbose:
+                _log(f"saved {path}")
+    return make_boxed_func(gm)
 
 
 def make_aot_backend(options: Options, name: str) -> Any:

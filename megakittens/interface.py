@@ -48,7 +48,7 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     graph (a graph break is an error); every new input shape recompiles. Inputs: contiguous bfloat16
     tensors of rank <= 4. CPU tensors run on the reference interpreter.
 
-    enable: False returns ``fn`` unchanged (runs eagerly). dry_run: trace only (and save_dag), then run
+    enable: False returns ``fn`` unchanged (runs eagerly). dry_run: print a support report (and save_dag), then run
     eagerly. verbose: print the FX graph and per-phase timings. save_dag / save_schedule: write
     ``log/<qualname>.<NN>.graph.json`` (+ .png) / ``.schedule.txt`` (directory: MEGAKITTENS_LOG_DIR).
     use_jit_cache: GPU runtime cubin cache. global_work_queue: one atomic work queue instead of per-SM

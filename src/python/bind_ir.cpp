@@ -160,6 +160,15 @@ void bind_ir(nb::module_& m) {
       .def("validate", &DAG::validate, "The seed's five structural checks; raises CompileError.")
       .def("__len__", [](const DAG& d) { return d.nodes.size(); });
 
+  m.def("support_report",
+        [](const FxGraph& g) {
+          nb::list out;
+          for (const SupportIssue& i : support_report(g)) out.append(nb::make_tuple(i.node, i.target, i.reason));
+          return out;
+        },
+        nb::arg("graph"),
+        "dry_run's report: (node, target, reason) for every op without an instruction type, else the first "
+        "trace error (node and target empty).");
   m.def("trace", &trace, nb::arg("graph"),
         "FX graph -> DAG (seed §02): prune, classify, resolve ops, fold views. Raises CompileError.");
 }

@@ -342,6 +342,45 @@ class Tracer {
 
 }  // namespace
 
+std::vector<SupportIssue> support_report(const FxGraph& g) {
+  FxGraph fused = g;
+  fuse_decomposed_rms_norm(fused);
+  // Only nodes the output depends on (the fusion leaves its intermediates dead).
+  std::vector<char> live(fused.nodes.size(), 0);
+  std::vector<int> stack;
+  for (size_t k = 0; k < fused.nodes.size(); ++k)
+    if (fused.nodes[k].op == "output") stack.push_back(static_cast<int>(k));
+  while (!stack.empty()) {
+    const int k = stack.back();
+    stack.pop_back();
+    if (live[k]) continue;
+    live[k] = 1;
+    std::vector<int> refs;
+    for (const FxArg& a : fused.nodes[k].args) collect_refs(a, refs);
+    for (const auto& [key, v] : fused.nodes[k].kwargs) collect_refs(v, refs);
+    stack.insert(stack.end(), refs.begin(), refs.end());
+  }
+  std::vector<SupportIssue> issues;
+  for (size_t k = 0; k < fused.nodes.size(); ++k) {
+    const FxNode& n = fused.nodes[k];
+    if (!live[k] || n.op == "placeholder" || n.op == "get_attr" || n.op == "output" || is_view(n) || is_getitem(n))
+      continue;
+    try {
+      (void)resolve_op(fused, n);
+    } catch (const CompileError& e) {
+      issues.push_back({n.name, n.target, e.what()});
+    }
+  }
+  if (issues.empty()) {
+    try {
+      (void)Tracer(fused).run();
+    } catch (const CompileError& e) {
+      issues.push_back({"", "", e.what()});
+    }
+  }
+  return issues;
+}
+
 DAG trace(const FxGraph& g) {
   FxGraph fused = g;
   fuse_decomposed_rms_norm(fused);

@@ -9,4 +9,13 @@ namespace mk {
 // Throws CompileError naming the FX node, the op, the constraint and the offending value.
 DAG trace(const FxGraph&);
 
+// dry_run's support report: every compute node (after the FX-level fusions) whose op cannot be
+// resolved to an instruction type, with the reason. Views and getitem are not ops here. When every op
+// resolves, the rest of trace() (views, layouts, validation) still runs and its error, if any, is
+// reported against the node it names.
+struct SupportIssue {
+  std::string node, target, reason;
+};
+std::vector<SupportIssue> support_report(const FxGraph&);
+
 }  // namespace mk
