@@ -10,6 +10,8 @@ import torch
 from megakittens import _C
 
 gpu = pytest.importorskip("megakittens.gpu")
+from test_gpu_gemm import (g_addmm, g_baddbmm_all, g_bmm_tb, g_linear, g_mm, g_ta,  # noqa: E402
+                           g_ta_tb, g_tb)
 from test_gpu_kernels import CASES, EW_CASES, program_for  # noqa: E402
 
 
@@ -62,10 +64,6 @@ def test_icode_switch_covers_every_itype():
 
 # ---- Gemm (issue 4): the wgmma body compiles, without spills and without serialized wgmma ----------
 
-def g_mm(a, b):
-    return a @ b
-
-
 def g_mlp(W, x, b):
     for i in range(W.shape[0]):
         x = torch.relu(x @ W[i] + b[i])
@@ -75,34 +73,6 @@ def g_mlp(W, x, b):
 def g_mixed(x, w, W, b):  # every GPU IType in one kernel (the consumer code is their union)
     h = torch.ops.megakittens.rms_norm(x, w, 1e-6)
     return torch.sqrt(torch.abs(torch.relu(h @ W) + b))
-
-
-def g_ta(a, b):  # A^T stored row-major: Gemm(ta)
-    return a.t() @ b
-
-
-def g_tb(a, b):  # B^T stored row-major (nn.Linear's weight): Gemm(tb)
-    return a @ b.t()
-
-
-def g_ta_tb(a, b):
-    return a.t() @ b.t()
-
-
-def g_addmm(c, a, b):  # c (N,) -> bias_row, c (M, N) -> bias_full
-    return torch.addmm(c, a, b)
-
-
-def g_linear(x, w, b):  # Gemm(tb,bias_row)
-    return torch.nn.functional.linear(x, w, b)
-
-
-def g_bmm_tb(a, b):
-    return a @ b.transpose(1, 2)
-
-
-def g_baddbmm_all(c, a, b):  # Gemm(ta,tb,bias_full), batched
-    return torch.baddbmm(c, a.transpose(1, 2), b.transpose(1, 2))
 
 
 def g_flag_mix(x, w1, b1, w2, c, w3):  # several GemmT instantiations in one kernel
