@@ -3,7 +3,8 @@ it on CUDA tensors (DESIGN §6, seed §07). The C++ side lives in src/runtime/ (
 
 Entry points the dispatcher uses:
 - ``num_ctas(cluster_size)``: the ``num_sms`` to schedule with (co-resident CTAs of the launch).
-- ``run_program_gpu(program, slot_tensors, stream=None, options=None)``: JIT (cached) + one launch.
+- ``run_program_gpu(program, slot_tensors, stream=None, options=None)``: JIT (cached) + one launch (the
+  dispatcher allocates the slot tensors, reshape aliases included).
 
 ``options`` is a mapping or object with (all optional): ``use_jit_cache`` (True), ``global_work_queue``
 (False), ``watchdog_s`` (10.0), ``sync`` (False: raise watchdog errors at the next call instead of now).
@@ -22,7 +23,7 @@ import torch
 
 from megakittens import _C
 
-__all__ = ["available", "num_ctas", "kernel_for", "allocate_slots", "run_program_gpu", "check", "device_info",
+__all__ = ["available", "num_ctas", "kernel_for", "run_program_gpu", "check", "device_info",
            "kernels_dir", "cuda_include_dir", "nvrtc_candidates"]
 
 _KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
@@ -126,21 +127,6 @@ def kernel_for(program: Any, use_jit_cache: bool = True) -> Any:
         ref = (lambda p: (lambda: p))(program)
     _KERNELS_BY_ID[key] = (ref, k)
     return k
-
-
-_TORCH_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
-                 "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
-
-
-def allocate_slots(program: Any, given: dict, device: Any = "cuda") -> list:
-    """One tensor per program slot: ``given[slot]`` where present (contiguous CUDA tensors: inputs,
-    attributes, private copies of in-place inputs), a fresh ``torch.empty`` for every other slot, so a
-    tensor returned by one call is never overwritten by the next."""
-    out = []
-    for s, meta in enumerate(program.slots):
-        t = given.get(s)
-        out.append(t if t is not None else torch.empty(list(meta.shape), dtype=_TORCH_DTYPES[meta.dtype], device=device))
-    return out
 
 
 def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: Optional[int] = None,

@@ -143,6 +143,18 @@ def _program(case, cluster):
     return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}")
 
 
+def _launch_twice_and_check(case, program, fn, shapes, global_queue):
+    """Two launches on fresh inputs (the second exercises epoch-scaled barriers), each vs fp32."""
+    for seed in (1, 2):
+        args = inputs_for(shapes, "cuda", seed=seed)
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        ref = reference(fn, args)
+        assert out.shape == ref.shape and out.dtype == BF16
+        assert torch.isfinite(out).all(), f"{case}: NaN/inf in the output (unwritten tile?)"
+        err = rel_err(out, ref)
+        assert err <= 1e-2, f"{case}: relative error {err:.3e}"
+
+
 @pytest.mark.parametrize("cluster", [1, 2])
 @pytest.mark.parametrize("global_queue", [False, True])
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -152,14 +164,7 @@ def test_gemm_vs_fp32(case, global_queue, cluster):
     fn, shapes = CASES[case]
     program = _program(case, cluster)
     assert any(n.startswith("Gemm") for n in program.icodes), program.icodes
-    for seed in (1, 2):  # fresh inputs; the second launch exercises epoch-scaled barriers
-        args = inputs_for(shapes, "cuda", seed=seed)
-        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
-        ref = reference(fn, args)
-        assert out.shape == ref.shape and out.dtype == BF16
-        assert torch.isfinite(out).all(), f"{case}: NaN/inf in the output (unwritten tile?)"
-        err = rel_err(out, ref)
-        assert err <= 1e-2, f"{case}: relative error {err:.3e}"
+    _launch_twice_and_check(case, program, fn, shapes, global_queue)
 
 
 @pytest.mark.parametrize("global_queue", [False, True])
@@ -167,18 +172,10 @@ def test_gemm_vs_fp32(case, global_queue, cluster):
 def test_gemm_flags_vs_fp32(case, global_queue):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
-    from megakittens import gpu
-    fn, shapes, cluster = FLAG_CASES[case]
+    fn, shapes, _ = FLAG_CASES[case]  # the cluster size is part of the cached program
     program = _flag_program(case)
     assert any(n.startswith("Gemm(") for n in program.icodes), program.icodes  # a flagged Gemm
-    for seed in (1, 2):
-        args = inputs_for(shapes, "cuda", seed=seed)
-        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
-        ref = reference(fn, args)
-        assert out.shape == ref.shape and out.dtype == BF16
-        assert torch.isfinite(out).all(), f"{case}: NaN/inf in the output (unwritten tile?)"
-        err = rel_err(out, ref)
-        assert err <= 1e-2, f"{case}: relative error {err:.3e}"
+    _launch_twice_and_check(case, program, fn, shapes, global_queue)
 
 
 @functools.cache

@@ -16,6 +16,7 @@
 #include "itypes/rms_norm.h"
 #include "reference/exec.h"
 #include "schedule/instruction.h"
+#include "test_util.h"
 
 namespace mk {
 namespace {
@@ -74,14 +75,7 @@ void expect_exact_cover(const IType& t, const NodeInfo& n, int group = 1) {
       << "write boxes must cover the output exactly once";
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const CompileError& e) {
-    return e.what();
-  }
-  return "<no CompileError>";
-}
+using test::error_of;
 
 // ---- A tiny ExecContext over fp32 buffers holding bf16 values; checks accesses against the boxes ----
 

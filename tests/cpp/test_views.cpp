@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "itypes/gemm.h"
 #include "trace/tracer.h"
+#include "test_util.h"
 
 namespace mk {
 namespace {
@@ -17,14 +18,7 @@ using test::ref;
 using Dims = std::array<int8_t, 4>;
 using Shape = std::vector<int64_t>;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const CompileError& e) {
-    return e.what();
-  }
-  return "<no CompileError>";
-}
+using test::error_of;
 
 #define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "'" << (part) << "' not in: " << (msg)
 
