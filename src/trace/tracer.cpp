@@ -60,6 +60,26 @@ TensorMeta to_meta(const FxTensor& t, const std::string& who) {
   return m;
 }
 
+// Prune (seed §02 step 1): the nodes the output node `out` depends on.
+std::vector<bool> live_nodes(const FxGraph& g, int out) {
+  std::vector<bool> live(g.nodes.size(), false);
+  std::vector<int> stack{out};
+  live[out] = true;
+  while (!stack.empty()) {
+    const FxNode& n = g.nodes[stack.back()];
+    stack.pop_back();
+    std::vector<int> refs;
+    for (const FxArg& a : n.args) collect_refs(a, refs);
+    for (const auto& [key, a] : n.kwargs) collect_refs(a, refs);
+    for (int r : refs) {
+      if (r < 0 || r >= static_cast<int>(g.nodes.size()))
+        fail("node '", n.name, "' (", n.target, ") refers to node ", r, ", which does not exist");
+      if (!live[r]) stack.push_back(r), live[r] = true;
+    }
+  }
+  return live;
+}
+
 class Tracer {
  public:
   explicit Tracer(const FxGraph& g) : g_(g), dag_id_(g.nodes.size(), -1), out_map_(g.nodes.size()) {
@@ -69,7 +89,7 @@ class Tracer {
   DAG run() {
     reject_backward();
     const int out = output_fx_node();
-    const std::vector<bool> live = prune(out);
+    const std::vector<bool> live = live_nodes(g_, out);
     int placeholder = 0;
     for (size_t k = 0; k < g_.nodes.size(); ++k) {
       const FxNode& n = g_.nodes[k];
@@ -111,25 +131,6 @@ class Tracer {
   }
 
   // DFS back from the output: nodes nothing reaches are dead.
-  std::vector<bool> prune(int out) const {
-    std::vector<bool> live(g_.nodes.size(), false);
-    std::vector<int> stack{out};
-    live[out] = true;
-    while (!stack.empty()) {
-      const FxNode& n = g_.nodes[stack.back()];
-      stack.pop_back();
-      std::vector<int> refs;
-      for (const FxArg& a : n.args) collect_refs(a, refs);
-      for (const auto& [key, a] : n.kwargs) collect_refs(a, refs);
-      for (int r : refs) {
-        if (r < 0 || r >= static_cast<int>(g_.nodes.size()))
-          fail("node '", n.name, "' (", n.target, ") refers to node ", r, ", which does not exist");
-        if (!live[r]) stack.push_back(r), live[r] = true;
-      }
-    }
-    return live;
-  }
-
   int push(Node node, int fx) {
     node.id = static_cast<int>(dag_.nodes.size());
     dag_.nodes.push_back(std::move(node));
@@ -346,20 +347,12 @@ std::vector<SupportIssue> support_report(const FxGraph& g) {
   FxGraph fused = g;
   fuse_decomposed_rms_norm(fused);
   // Only nodes the output depends on (the fusion leaves its intermediates dead).
-  std::vector<char> live(fused.nodes.size(), 0);
-  std::vector<int> stack;
-  for (size_t k = 0; k < fused.nodes.size(); ++k)
-    if (fused.nodes[k].op == "output") stack.push_back(static_cast<int>(k));
-  while (!stack.empty()) {
-    const int k = stack.back();
-    stack.pop_back();
-    if (live[k]) continue;
-    live[k] = 1;
-    std::vector<int> refs;
-    for (const FxArg& a : fused.nodes[k].args) collect_refs(a, refs);
-    for (const auto& [key, v] : fused.nodes[k].kwargs) collect_refs(v, refs);
-    stack.insert(stack.end(), refs.begin(), refs.end());
-  }
+  std::vector<bool> live(fused.nodes.size(), false);
+  for (size_t k = fused.nodes.size(); k-- > 0;)
+    if (fused.nodes[k].op == "output") {
+      live = live_nodes(fused, static_cast<int>(k));
+      break;
+    }
   std::vector<SupportIssue> issues;
   for (size_t k = 0; k < fused.nodes.size(); ++k) {
     const FxNode& n = fused.nodes[k];
