@@ -91,6 +91,13 @@ class MkRunner:
     def outputs(self):
         return [self.slots[s] for s in self.program.output_slots]
 
+    def timeline(self):
+        """One synchronised launch recording the event times: int64 [num_instructions, 16] on the CPU."""
+        t = torch.zeros(self.program.num_instructions, 16, dtype=torch.int64, device="cuda")
+        gpu.run_program_gpu(self.program, self.slots, options=self.options, timeline=t)
+        torch.cuda.synchronize()
+        return t.cpu()
+
 
 def row(suite, case, metric, unit, mk, baselines: dict, env: dict, higher_is_better=True, **extra):
     base = next(iter(baselines.values())) if baselines else None

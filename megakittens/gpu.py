@@ -130,9 +130,12 @@ def kernel_for(program: Any, use_jit_cache: bool = True) -> Any:
 
 
 def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: Optional[int] = None,
-                    options: Any = None) -> None:
+                    options: Any = None, timeline: Optional[torch.Tensor] = None) -> None:
     """Launch ``program`` once over ``slot_tensors`` (one contiguous CUDA tensor per program slot, outputs
     allocated by the caller) on ``stream`` (an int CUstream; default: torch's current stream).
+
+    ``timeline``: an int64 CUDA tensor ``[num_instructions, 16]``; each role writes its %globaltimer event
+    times (ns) into the instruction's row (kernels/mk/vm.cuh [Note: timeline]; benchmarks/timeline.py).
 
     Raises ``_C.DeadlockError`` with the watchdog's report (at this call with ``sync``, else at the next
     call), ``RuntimeError``/``_C.GpuError`` for CUDA or JIT failures."""
@@ -142,11 +145,19 @@ def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: 
         if not t.is_cuda or not t.is_contiguous():
             raise ValueError(f"megakittens: slot {s} must be a contiguous CUDA tensor")
         ptrs.append(int(t.data_ptr()))
+    tl = 0
+    if timeline is not None:
+        want = (program.num_instructions, 16)
+        if not timeline.is_cuda or timeline.dtype != torch.int64 or tuple(timeline.shape) != want:
+            raise ValueError(f"megakittens: timeline must be a CUDA int64 tensor of shape {want}, got "
+                             f"{timeline.dtype} {tuple(timeline.shape)} on {timeline.device}")
+        tl = int(timeline.data_ptr())
     if stream is None:
         stream = torch.cuda.current_stream().cuda_stream
     k.run(ptrs, int(stream), global_queue=bool(_opt(options, "global_work_queue", False)),
           timeout_s=float(_opt(options, "watchdog_s", 10.0)), sync=bool(_opt(options, "sync", False)),
-          pdl=bool(_opt(options, "pdl", True)), plant_deadlock=int(_opt(options, "plant_deadlock", -1)))
+          pdl=bool(_opt(options, "pdl", True)), plant_deadlock=int(_opt(options, "plant_deadlock", -1)),
+          timeline=tl)
 
 
 def check(program: Any) -> None:

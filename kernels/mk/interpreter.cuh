@@ -121,6 +121,8 @@ __device__ void controller(Ctx& c) {
     }
     if (c.lane == 0) st.num_sems = nsem;
     __syncwarp();
+    mark(c, kEvSm, ptx::smid());
+    mark(c, kEvPublish);
     if (c.lane == 0) {
       arrive(&sh.inst_arrived[s]);
       if constexpr (kClusterSize > 1) ptx::mbarrier_arrive_cluster(&sh.inst_arrived[s], rank ^ 1u);
@@ -140,9 +142,12 @@ __device__ void worker(Ctx& c) {
     if (!wait(c, &sh.inst_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 10 + s)) break;
     if (c.st->index < 0) break;
     c.finished_early = false;
+    const bool marks = Role::begin >= 0 && (c.warp == 0 || c.warp >= kConsumerWarps);
+    if (marks) mark(c, Role::begin);
     RunRoleFn<Role> f{&c};
     V::visit(c.icode(), f);
     if (c.aborted) break;
+    if (marks) mark(c, Role::end);
     __syncwarp();
     if (c.lane == 0 && !c.finished_early) arrive(&sh.inst_finished[s]);
   }

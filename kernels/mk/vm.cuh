@@ -70,7 +70,8 @@ struct Common {
   i32 global_queue;          // 0 per-SM table, 1 global queue
   i32 num_ctas;              // grid size the per-SM table was built for
   u32 queue_base;            // queue counter value at this launch's start (global mode)
-  i32 pad_[14];
+  u64 timeline;              // [N, kTimelineWords] u64 event times, 0 = off ([Note: timeline])
+  i32 pad_[12];
 };
 static_assert(sizeof(Common) == 128, "Common is the 128-byte head of the kernel parameter");
 
@@ -140,6 +141,21 @@ struct Ctx {
   __device__ const TensorMap* xmap(int slot) const { return &g->xmaps[g->slots[slot].xmap]; }
   __device__ const SlotDesc& slot(int s) const { return g->slots[s]; }
 };
+
+// [Note: timeline] With Common::timeline set, lane 0 of each role writes %globaltimer (ns) at fixed
+// points of every instruction into row `index` (benchmarks/timeline.py reads it): where an
+// instruction's time goes (waiting on inputs, loads in flight, compute, stores) without a profiler.
+// Off (timeline == 0) it costs one uniform branch per event.
+enum TimelineEvent {
+  kEvPublish, kEvLoadBegin, kEvInputsReady, kEvLoadEnd, kEvComputeBegin, kEvComputeEnd,
+  kEvStoreBegin, kEvReuseReady, kEvHandBack, kEvStoreComplete, kEvStoreEnd, kEvSm, kTimelineWords = 16
+};
+__device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
+  const u64 t = c.g->c.timeline;
+  if (t == 0 || c.lane != 0 || c.st->index < 0) return;
+  reinterpret_cast<u64*>(t)[static_cast<long long>(c.st->index) * kTimelineWords + ev] =
+      ev == kEvSm ? value : ptx::globaltimer();
+}
 
 // ---- watchdog ----
 
@@ -265,6 +281,7 @@ __device__ __forceinline__ bool wait_global(Ctx& c, int first, int n, int site) 
     }
     // Writes by other SMs' TMA stores (async proxy) must be visible to our TMA loads.
     cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+    mark(c, site == 1 ? kEvInputsReady : kEvReuseReady);
   }
   return warp_ok(c, ok);
 }
@@ -282,10 +299,12 @@ __device__ __forceinline__ void store_done(Ctx& c) {
   const int n = c.num_dst();
   const int mine = c.lane < n ? c.inst()[kWDstBarriers + c.lane] : 0;
   __syncwarp();
+  mark(c, kEvHandBack);
   if (c.lane == 0) arrive(&c.sh->inst_finished[c.iter & 1]);
   c.finished_early = true;
   cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
   cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+  mark(c, kEvStoreComplete);
   __syncwarp();
   for (int k = 0; k < n; ++k) {
     const int id = __shfl_sync(0xffffffffu, mine, k);
@@ -318,16 +337,21 @@ __device__ __forceinline__ bool release_unused(Ctx& c, int first) {
 //   static int lid_release_order(int query, const i32* inst);
 //   static void load(Ctx&); static void compute(Ctx&); static void store(Ctx&);
 struct ControllerRole {};
+// begin/end: the role's [Note: timeline] events (-1: none; consumers: warp 0 only).
 struct LoaderRole {
+  static constexpr int begin = kEvLoadBegin, end = kEvLoadEnd;
   template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::load(c); }
 };
 struct ConsumerRole {
+  static constexpr int begin = kEvComputeBegin, end = kEvComputeEnd;
   template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::compute(c); }
 };
 struct StorerRole {
+  static constexpr int begin = kEvStoreBegin, end = kEvStoreEnd;
   template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::store(c); }
 };
 struct SpareRole {
+  static constexpr int begin = -1, end = -1;
   template <class Op> static __device__ __forceinline__ void run(Ctx&) {}
 };
 

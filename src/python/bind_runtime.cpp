@@ -67,18 +67,20 @@ void bind_runtime(nb::module_& m) {
            nb::arg("cache_dir") = "", nb::arg("use_cache") = true)
       .def("run",
            [](rt::GpuKernel& k, const std::vector<uint64_t>& ptrs, uint64_t stream, bool global_queue,
-              double timeout_s, bool sync, bool pdl, int64_t plant_deadlock) {
+              double timeout_s, bool sync, bool pdl, int64_t plant_deadlock, uint64_t timeline) {
              rt::RunOptions o;
              o.global_queue = global_queue;
              o.timeout_s = timeout_s;
              o.sync = sync;
              o.pdl = pdl;
              o.plant_deadlock = plant_deadlock;
+             o.timeline = timeline;
              nb::gil_scoped_release release;
              k.run(ptrs, stream, o);
            },
            nb::arg("slot_ptrs"), nb::arg("stream") = 0, nb::arg("global_queue") = false, nb::arg("timeout_s") = 10.0,
-           nb::arg("sync") = false, nb::arg("pdl") = true, nb::arg("plant_deadlock") = -1)
+           nb::arg("sync") = false, nb::arg("pdl") = true, nb::arg("plant_deadlock") = -1,
+           nb::arg("timeline") = 0)
       .def("check", &rt::GpuKernel::check_watchdog, "Raises DeadlockError if an earlier launch's watchdog fired.")
       .def_prop_ro("grid", &rt::GpuKernel::grid)
       .def_prop_ro("source", &rt::GpuKernel::source)

@@ -26,7 +26,8 @@ struct Common {
   uint64_t instructions, barriers, queue, abort_flag, diag, timeout_ns;
   int32_t epoch, num_instructions, waves, global_queue, num_ctas;
   uint32_t queue_base;
-  int32_t pad[14];
+  uint64_t timeline;
+  int32_t pad[12];
 };
 static_assert(sizeof(Common) == kCommonBytes, "host Common mirrors kernels/mk/vm.cuh");
 
@@ -363,6 +364,7 @@ void GpuKernel::run(const std::vector<uint64_t>& ptrs, uint64_t stream_int, cons
   c.global_queue = o.global_queue ? 1 : 0;
   c.num_ctas = grid;
   c.queue_base = queue_launches_ * (units + static_cast<uint32_t>(grid / cs));
+  c.timeline = o.timeline;
   std::memcpy(params_.data(), &c, sizeof c);
 
   CUlaunchAttribute attrs[3]{};

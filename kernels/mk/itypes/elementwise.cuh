@@ -125,6 +125,10 @@ struct Elementwise {
       const int nt = num_tiles(c);
       const i32* idx = c.idx();
       for (int t = 0; t < nt && ok; ++t) {
+#ifdef MK_EXP_EW_NO_LOAD  // experiment (benchmarks/notes.md): time the pipeline without the loads
+        arrive(c.sem(t));
+        continue;
+#endif
         (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                    cuda::ptx::space_shared, c.sem(t), kIn * kPageBytes);
         for (int k = 0; k < kIn; ++k) {
@@ -185,6 +189,9 @@ struct Elementwise {
       if (!wait(c, c.sem(2 + t), 0)) return;
       const int c0 = o[3] + t * kTile, tc = min(kTile, cols - t * kTile);
       // TMA clips at the tensor's edge only; a tile that ends inside the tensor is stored by hand.
+#ifdef MK_EXP_EW_NO_STORE  // experiment: time the pipeline without the stores
+      continue;
+#endif
       const bool tma = (y.flags & 1) && (rows == kTile || o[2] + rows == y.dims[2]) &&
                        (tc == kTile || c0 + tc == y.dims[3]);
       if (tma) {

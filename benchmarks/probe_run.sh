@@ -1,0 +1,20 @@
+#!/bin/bash
+# One device call: build, all GPU tests, then the device timeline of each benchmark case and the
+# elementwise leave-one-out experiments (benchmarks/notes.md). Logs under $OUT; a short summary last.
+set -u
+OUT=${OUT:-/tmp/mk-out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 MEGAKITTENS_CACHE_DIR=/tmp/mk-cache
+t0=$(date +%s)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+if [ "${TESTS:-1}" = 1 ]; then
+  timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -rfE -m gpu tests ${PYTEST_ARGS:-} > "$OUT/tests.log" 2>&1
+  echo "pytest -m gpu rc=$? ($(( $(date +%s) - t0 )) s)"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -15
+fi
+timeout ${TL_TIMEOUT:-150} python3 benchmarks/timeline.py ${CASES:-} 2>&1 | tee "$OUT/timeline.log" | grep -v "^phase"
+for d in ${VARIANTS:-MK_EXP_EW_NO_LOAD MK_EXP_EW_NO_STORE}; do
+  MEGAKITTENS_DEFINES=$d timeout 60 python3 benchmarks/timeline.py relu add 2>&1 | tee "$OUT/timeline_$d.log" | grep -v "^phase"
+done
+echo "total $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,88 @@
+"""Where an instruction's time goes: `python3 benchmarks/timeline.py [case ...]` on a GPU.
+
+Launches each case once with the device timeline on (kernels/mk/vm.cuh [Note: timeline]) and prints, per
+phase, the median and 90th percentile over instructions (microseconds), plus the per-SM instruction interval.
+Phases (events in launch order of one instruction):
+  stage     publish -> loader begins        (the loader still busy with the previous instruction)
+  inputs    loader begins -> inputs ready   (global barrier waits)
+  issue     inputs ready -> loader done     (page waits, TMA issue)
+  compute   loader done -> consumer 0 done  (load latency + compute)
+  reuse     storer begins -> reuse ready
+  stored    consumer 0 done -> hand-back    (storer waits for all tiles, issues, stores read smem)
+  complete  hand-back -> stores complete    (global writes visible)
+  total     publish -> barriers released
+Cases: relu, add, rmsnorm (8192x8192), chain (20 ops, 1024x1024), gemm4k, gemm8k."""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import MkRunner, bench, program_for  # noqa: E402
+
+import megakittens.ops  # noqa: E402,F401
+
+BF16 = torch.bfloat16
+(PUBLISH, LOAD_BEGIN, INPUTS, LOAD_END, COMP_BEGIN, COMP_END, STORE_BEGIN, REUSE, HANDBACK, COMPLETE,
+ STORE_END, SM) = range(12)
+PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
+          ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
+          ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END)]
+
+
+def cases():
+    r = lambda *s: torch.randn(*s, dtype=BF16, device="cuda")  # noqa: E731
+    from run import chain20  # noqa: E402
+    return {
+        "relu": (lambda x: torch.relu(x), [r(8192, 8192)]),
+        "add": (lambda x, y: x + y, [r(8192, 8192), r(8192, 8192)]),
+        "rmsnorm": (lambda x, w: torch.ops.megakittens.rms_norm(x, w, 1e-6), [r(8192, 8192), r(8192)]),
+        "chain": (chain20, [r(1024, 1024) * 0.1, r(1024, 1024) * 0.1]),
+        "gemm4k": (lambda a, b: a @ b, [r(4096, 4096), r(4096, 4096)]),
+        "gemm8k": (lambda a, b: a @ b, [r(8192, 8192), r(8192, 8192)]),
+    }
+
+
+def pct(v: torch.Tensor, q: float) -> float:
+    return float(torch.quantile(v.double(), q)) / 1e3 if v.numel() else float("nan")
+
+
+def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
+    t = t[t[:, PUBLISH] > 0]  # Noop padding rows have no loader events but do have publish; keep real ones
+    real = t[t[:, STORE_END] > 0]
+    t0 = int(real[:, PUBLISH].min())
+    span = (int(real[:, STORE_END].max()) - t0) / 1e3
+    parts = []
+    for label, a, b in PHASES:
+        ok = (real[:, a] > 0) & (real[:, b] > 0)
+        d = (real[ok, b] - real[ok, a]).clamp(min=0)
+        parts.append(f"{label} {pct(d, .5):.2f}/{pct(d, .9):.2f}")
+    # Per-SM interval between consecutive instructions' ends.
+    gaps = []
+    for sm in real[:, SM].unique():
+        ends = real[real[:, SM] == sm][:, STORE_END].sort().values
+        if ends.numel() > 1:
+            gaps.append(ends[1:] - ends[:-1])
+    g = torch.cat(gaps) if gaps else torch.zeros(0, dtype=torch.int64)
+    print(f"{name:8s} {mode:6s} n={real.shape[0]:6d} launch {ms * 1e3:8.1f} us span {span:8.1f} us | per-SM interval {pct(g, .5):.2f}/"
+          f"{pct(g, .9):.2f} | " + " | ".join(parts), flush=True)
+
+
+def main(argv):
+    print("MEGAKITTENS_DEFINES=" + os.environ.get("MEGAKITTENS_DEFINES", ""))
+    want = argv or ["relu", "add", "rmsnorm", "chain", "gemm4k", "gemm8k"]
+    all_cases = cases()
+    print("phase: median/p90 us over instructions")
+    for name in want:
+        fn, args = all_cases[name]
+        p = program_for(fn, args, name=f"timeline_{name}")
+        for mode in ("per_sm", "global"):
+            runner = MkRunner(p, args, {"global_work_queue": mode == "global"})
+            ms = bench(runner, iters=20)
+            analyse(name, runner.timeline(), mode, ms)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
