@@ -17,4 +17,10 @@ timeout ${TL_TIMEOUT:-150} python3 benchmarks/timeline.py ${CASES:-} 2>&1 | tee 
 for d in ${VARIANTS:-MK_EXP_EW_NO_LOAD MK_EXP_EW_NO_STORE}; do
   MEGAKITTENS_DEFINES=$d timeout 60 python3 benchmarks/timeline.py relu add 2>&1 | tee "$OUT/timeline_$d.log" | grep -v "^phase"
 done
+for case in ${NCU_CASES:-}; do
+  timeout 120 ncu --launch-skip 3 --launch-count 1 -k regex:megakittens --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section ComputeWorkloadAnalysis \
+    python3 benchmarks/ncu_case.py $case > "$OUT/ncu_$case.log" 2>&1
+  echo "ncu $case rc=$?"; grep -E "Throughput|Busy|Pipe|Stall|Warp Cycles|Issued|L2 Hit|Bandwidth|Duration" "$OUT/ncu_$case.log" | head -30
+done
 echo "total $(( $(date +%s) - t0 )) s"

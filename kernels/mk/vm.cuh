@@ -318,6 +318,10 @@ __device__ __forceinline__ void store_done(Ctx& c) {
 __device__ __forceinline__ bool page_wait(Ctx& c, int lid) {
   return wait(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
 }
+// Single lane: wait until this instruction may write logical page `lid`.
+__device__ __forceinline__ bool page_wait_lane(Ctx& c, int lid) {
+  return wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+}
 __device__ __forceinline__ void page_finish(Ctx& c, int lid) { arrive(&c.sh->page_finished[c.st->pid[lid]]); }
 
 // Loader, one lane: wait and release at once every lid in [first, kNumPages).

@@ -20,6 +20,7 @@ Profile Profile::h200(int num_sms) {
   Profile p;
   p.name = "h200";
   p.num_sms = num_sms;
+  p.rms_norm_pages = 3;  // kernels/mk/itypes/rms_norm.cuh kXPages
   return p;
 }
 

@@ -16,6 +16,8 @@ struct Profile {
   // gets its own copy of the instruction with identical access regions (seed §04 "target 2").
   int gemm_cta_m = 128, gemm_n = 256, gemm_k = 64;
   bool gemm_pair_tiles = false;
+  // RMSNorm: up to rms_norm_pages pages of rows per instruction (fewer when that leaves SMs idle).
+  int rms_norm_pages = 1;
   // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.
   int attn_cta_q = 128;
   bool attn_pair_tiles = false;

@@ -30,9 +30,13 @@ std::string RMSNorm::params() const {
   return std::string("eps=") + buf + (has_weight_ ? "" : ",no_weight");
 }
 
-int64_t RMSNorm::rows_per_instruction(int64_t cols, const Profile& p) {
+int64_t RMSNorm::rows_per_instruction(int64_t cols, int64_t total_rows, const Profile& p) {
   const int64_t row_bytes = ceil_div(2 * cols, 128) * 128;  // rows padded to 128 bytes in the page
-  return std::max<int64_t>(1, p.page_bytes / std::max<int64_t>(row_bytes, 128));
+  const int64_t per_page = std::max<int64_t>(1, p.page_bytes / std::max<int64_t>(row_bytes, 128));
+  // Bigger instructions amortise the per-instruction latency; but not at the cost of idle SMs.
+  const int64_t pages = std::clamp<int64_t>(ceil_div(total_rows, per_page * std::max(1, p.num_sms)), 1,
+                                            std::max(1, p.rms_norm_pages));
+  return per_page * pages;
 }
 
 void RMSNorm::validate(const NodeInfo& n) const {
@@ -64,13 +68,13 @@ void RMSNorm::validate(const NodeInfo& n) const {
 
 int64_t RMSNorm::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.outputs[0].padded();
-  return s[0] * s[1] * ceil_div(s[2], rows_per_instruction(s[3], n.profile));
+  return s[0] * s[1] * ceil_div(s[2], rows_per_instruction(s[3], s[0] * s[1] * s[2], n.profile));
 }
 
 InstrDesc RMSNorm::instruction(const NodeInfo& n, int64_t i) const {
   const Coord4 s = n.outputs[0].padded();
   const int64_t C = s[3];
-  const RowTile t = row_tile(s, rows_per_instruction(C, n.profile), i);
+  const RowTile t = row_tile(s, rows_per_instruction(C, s[0] * s[1] * s[2], n.profile), i);
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, C};

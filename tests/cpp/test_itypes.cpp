@@ -622,10 +622,16 @@ TEST(ElementwiseBroadcast, ExecuteMatchesNaive) {
 
 TEST(RMSNormIType, Tiling) {
   const Profile p = Profile::b200();
-  EXPECT_EQ(RMSNorm::rows_per_instruction(2048, p), 8);
-  EXPECT_EQ(RMSNorm::rows_per_instruction(4096, p), 4);
-  EXPECT_EQ(RMSNorm::rows_per_instruction(16384, p), 1);
-  EXPECT_EQ(RMSNorm::rows_per_instruction(100, p), 128);  // 200 bytes pad to 256
+  EXPECT_EQ(RMSNorm::rows_per_instruction(2048, 1 << 20, p), 8);  // b200: one page per instruction
+  EXPECT_EQ(RMSNorm::rows_per_instruction(4096, 1 << 20, p), 4);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(16384, 1 << 20, p), 1);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(100, 1 << 20, p), 128);  // 200 bytes pad to 256
+  // h200: up to 3 pages, only while every SM still gets an instruction (132 SMs x 8 rows per page).
+  const Profile h = Profile::h200(132);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(2048, 1024, h), 8);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(2048, 132 * 8 + 1, h), 16);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(2048, 1 << 20, h), 24);
+  EXPECT_EQ(RMSNorm::rows_per_instruction(16384, 1 << 20, h), 3);
   const RMSNorm t(1e-5);
   const NodeInfo n = node({whole({4, 100, 2048}), whole({2048})}, {bf16({4, 100, 2048})}, p);
   t.validate(n);

@@ -1,8 +1,9 @@
 // ElementwiseUnary / ElementwiseBinary (seed §12, docs/itypes.md). One instruction = up to two
 // 128x128 bf16 tiles side by side. Input k's tile t lands in lid 2k+t by TMA (no swizzle: rows of
 // 256 B); the consumers compute in fp32 in place in input 0's pages; the storer TMA-stores them.
-// [Note: page release order] unused lids first, then the other inputs' pages, then input 0's
-// (the output), which are freed only after their stores have read shared memory.
+// [Note: page release order] unused lids first, then the other inputs' pages (the storer frees them
+// as soon as their tile is computed), then input 0's (the output), freed only after their stores
+// have read shared memory.
 #pragma once
 #include "mk/vm.cuh"
 
@@ -115,31 +116,37 @@ struct Elementwise {
 
   static __device__ int num_tiles(const Ctx& c) { return c.idx()[kCols] > kTile ? 2 : 1; }
 
+  // Each page is waited for right before its TMA, and the unused lids are passed on only after the
+  // loads are issued: the last of them are the previous instruction's data pages, still being stored
+  // (timeline: waiting for them first serialised each instruction's loads behind the previous stores).
   static __device__ void load(Ctx& c) {
-    if (!release_unused(c, kUsedPages)) return;
     if (!wait_inputs(c)) return;
     bool ok = true;
     if (c.lane == 0) {
-      for (int lid = 0; lid < kUsedPages && ok; ++lid)
-        ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
       const int nt = num_tiles(c);
       const i32* idx = c.idx();
-      for (int t = 0; t < nt && ok; ++t) {
-#ifdef MK_EXP_EW_NO_LOAD  // experiment (benchmarks/notes.md): time the pipeline without the loads
-        arrive(c.sem(t));
-        continue;
+      for (int t = 0; t < 2 && ok; ++t) {
+#ifndef MK_EXP_EW_NO_LOAD
+        if (t < nt)
+          (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                     cuda::ptx::space_shared, c.sem(t), kIn * kPageBytes);
+#else  // experiment (benchmarks/notes.md): time the pipeline without the loads
+        if (t < nt) arrive(c.sem(t));
 #endif
-        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                   cuda::ptx::space_shared, c.sem(t), kIn * kPageBytes);
-        for (int k = 0; k < kIn; ++k) {
-          const i32* o = idx + 4 * k;
-          const i32 coords[4] = {o[3] + t * kTile, o[2], o[1], o[0]};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, c.page(2 * k + t),
-                                          c.map(c.src_slot(k)), coords, c.sem(t));
+        for (int k = 0; k < kIn && ok; ++k) {
+          ok = page_wait_lane(c, 2 * k + t);
+#ifndef MK_EXP_EW_NO_LOAD
+          if (ok && t < nt) {
+            const i32* o = idx + 4 * k;
+            const i32 coords[4] = {o[3] + t * kTile, o[2], o[1], o[0]};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                            c.page(2 * k + t), c.map(c.src_slot(k)), coords, c.sem(t));
+          }
+#endif
         }
       }
     }
-    warp_ok(c, ok);
+    if (warp_ok(c, ok)) release_unused(c, kUsedPages);
   }
 
   static __device__ void compute(Ctx& c) {
@@ -187,6 +194,9 @@ struct Elementwise {
     const SlotDesc& y = c.slot(ys);
     for (int t = 0; t < nt; ++t) {
       if (!wait(c, c.sem(2 + t), 0)) return;
+      // Computed: the other inputs' pages of this tile are free now (the result is in input 0's page).
+      if (c.lane == 0)
+        for (int k = 1; k < kIn; ++k) page_finish(c, 2 * k + t);
       const int c0 = o[3] + t * kTile, tc = min(kTile, cols - t * kTile);
       // TMA clips at the tensor's edge only; a tile that ends inside the tensor is stored by hand.
 #ifdef MK_EXP_EW_NO_STORE  // experiment: time the pipeline without the stores
@@ -211,8 +221,9 @@ struct Elementwise {
     }
     if (c.lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     __syncwarp();
-    if (c.lane == 0)
-      for (int lid = 0; lid < kUsedPages; ++lid) page_finish(c, lid);
+    if (c.lane == 0)  // input 0's pages, and the pages of a tile that this instruction does not have
+      for (int lid = 0; lid < kUsedPages; ++lid)
+        if (lid < 2 || lid % 2 >= nt) page_finish(c, lid);
     store_done(c);
   }
 };

@@ -174,10 +174,6 @@ struct GemmT {
     return 0;
   }
 
-  static __device__ __forceinline__ bool wait_page_lane(Ctx& c, int lid) {
-    return wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
-  }
-
   static __device__ void load(Ctx& c) {
     const i32* idx = c.idx();
     const Dims d = dims(idx);
@@ -189,7 +185,7 @@ struct GemmT {
     if (c.lane == 0)
       for (int lid = 0; lid < 6 && ok; ++lid)
         if (!lid_used(lid, d)) {
-          ok = wait_page_lane(c, lid);
+          ok = page_wait_lane(c, lid);
           if (ok) page_finish(c, lid);
         }
     if (!warp_ok(c, ok)) return;
@@ -205,8 +201,8 @@ struct GemmT {
       for (int kt = 0; kt < d.nk && ok; ++kt) {
         const int s = kt & 3;
         if (kt < kStages) {
-          if ((s & 1) == 0) ok = wait_page_lane(c, a_lid(s));
-          if (ok) ok = wait_page_lane(c, b_lid(s));
+          if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s));
+          if (ok) ok = page_wait_lane(c, b_lid(s));
         } else {
           ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
         }
@@ -415,7 +411,7 @@ struct GemmT {
         cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
         // Both epilogue pages were waited by their writers (or the loader); wait again so that a page
         // no warpgroup wrote (m_rows <= 64, K = 0) is still released exactly once after its wait.
-        ok = wait_page_lane(c, kEpiLid) && wait_page_lane(c, b_lid(d.last));
+        ok = page_wait_lane(c, kEpiLid) && page_wait_lane(c, b_lid(d.last));
         if (ok) {
           page_finish(c, kEpiLid);
           page_finish(c, b_lid(d.last));
