@@ -5,11 +5,14 @@
 // Roles.
 // - Loader (warp 9, one lane): TMA k-tiles into a 4-stage ring; stage s = A 128x64 (16 KB, two 64x64
 //   boxes) + B 64x256 (32 KB, four 64x64 boxes), full[s] (TMA bytes) / empty[s] (8 consumer warps).
+//   Once every k-tile is issued it moves on to the next instruction's loads.
 // - Consumers (warps 0-7): warpgroup wg owns rows 64wg..64wg+63 x 256 columns = 128 fp32 registers
 //   per thread; per k-tile four m64n256k16 wgmma (A and B from shared memory, 128-byte swizzle), one
 //   k-tile in flight (wait_group 1) before the previous stage is handed back. Epilogue: bf16 into a
 //   page in the TMA store layout (64x64 boxes, 128-byte swizzle), proxy fence, staged[wg].
-// - Storer (warp 10): reuse barriers, TMA-stores the staged boxes (clipped by TMA at the tensor's
+// - Storer (warp 10): drain (frees each stage's pages once its last k-tile is consumed: the next
+//   instruction's first loads land there during this one's tail), reuse barriers, TMA-stores the
+//   staged boxes (clipped by TMA at the tensor's
 //   edges), frees the epilogue pages once the stores have read them, then store_done (global barrier
 //   arrive after the writes complete).
 //
@@ -76,9 +79,9 @@ struct GemmT {
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
-  // (the 4 warps of a warpgroup wrote their epilogue).
-  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9;
-  static constexpr int num_semaphores = 11;
+  // (the 4 warps of a warpgroup wrote their epilogue), issued (the loader issued every k-tile).
+  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11;
+  static constexpr int num_semaphores = 12;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmpty && i < kFixed) ? kConsumerWarps : i >= kStaged ? 4 : 1;
   }
@@ -228,6 +231,7 @@ struct GemmT {
       }
     }
     if (!warp_ok(c, ok)) return;
+    if (c.lane == 0) arrive(c.sem(kIssued));
 
     if (needs_fix(c, d)) {  // zero K [kr, 64) of the last k-tile's A and B tiles
       const int s = d.last, kr = d.K - (d.nk - 1) * kBK;
@@ -242,17 +246,20 @@ struct GemmT {
       __syncwarp();
       if (c.lane == 0) arrive(c.sem(kFixed));
     }
+  }
 
-    // Drain: as each stage's last k-tile is consumed, free its pages (not the epilogue's B page).
-    if (c.lane == 0)
-      for (int kt = d.nk > kStages ? d.nk - kStages : 0; kt < d.nk && ok; ++kt) {
-        const int s = kt & 3;
-        ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s);
-        if (!ok) break;
-        if (s != d.last) page_finish(c, b_lid(s));
-        if (last_use(s ^ 1, d.nk) < kt) page_finish(c, a_lid(s));
-      }
-    warp_ok(c, ok);
+  // Storer, one lane: as each stage's last k-tile is consumed, free its pages (not the epilogue's B
+  // page), so the next instruction's loads start while this one finishes its mainloop and epilogue.
+  // After `issued` each empty[s] is at most one phase behind its last use, so the parity waits are exact.
+  static __device__ bool drain(Ctx& c, const Dims& d) {
+    if (!wait_lane(c, c.sem(kIssued), 0, 3, 211)) return false;
+    for (int kt = d.nk > kStages ? d.nk - kStages : 0; kt < d.nk; ++kt) {
+      const int s = kt & 3;
+      if (!wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s)) return false;
+      if (s != d.last) page_finish(c, b_lid(s));
+      if (last_use(s ^ 1, d.nk) < kt) page_finish(c, a_lid(s));
+    }
+    return true;
   }
 
   static __device__ __forceinline__ float bf16_at(const unsigned short* p) {
@@ -389,6 +396,7 @@ struct GemmT {
     const i32* idx = c.idx();
     const Dims d = dims(idx);
     if (d.m_rows > 0) {
+      if (!warp_ok(c, c.lane != 0 || drain(c, d))) return;
       if (!wait_reuse(c)) return;
       const int ds = c.dst_slot(0);
       const TensorMap* dmap = c.xmap(ds);
