@@ -83,7 +83,7 @@ struct GemmT {
   static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11;
   static constexpr int num_semaphores = 12;
   static __device__ int semaphore_count(int i) {
-    return (i >= kEmpty && i < kFixed) ? kConsumerWarps : i >= kStaged ? 4 : 1;
+    return (i >= kEmpty && i < kFixed) ? kConsumerWarps : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
 
   struct Dims {
