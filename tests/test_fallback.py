@@ -4,6 +4,8 @@ cumsum, sort and softmax have no instruction type, so they run eagerly; everythi
 reference interpreter (CUDA: the megakernel). Partition counts are read from
 ``megakittens.backend.partitionings`` and ``compiled_count``.
 """
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -212,13 +214,13 @@ def test_cuda_op_without_device_body_runs_eagerly():
     if not ok:
         pytest.skip(why)
     x, w = randn(128, 128, device="cuda"), randn(128, 128, scale=128 ** -0.5, device="cuda")
-    out = compile_eager_fallback(clamp_inf)(x, w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a megakernel sent to the CPU interpreter warns
+        out = compile_eager_fallback(clamp_inf)(x, w)
     assert out.is_cuda
     check_close(out, clamp_inf(x, w))
     assert split().num_megakernels == 2
     assert eager_targets() == ["aten.clamp.default"] and "no GPU body" in split().eager[0][2]
-    d = mk_backend.dispatchers[-1]
-    assert d._gpu_ready(), d._gpu_error  # the megakernels ran on the device
 
 
 # --- the bindings the partitioner uses ---------------------------------------------------------------
