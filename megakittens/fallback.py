@@ -30,8 +30,8 @@ SUBMODULE_PREFIX = "megakernel_"
 @dataclass
 class Partitioning:
     """How one graph was split. ``megakernels``: (program name, op node names) per compiled partition, in
-    graph order; ``eager``: (node, target, reason) per op left to torch; ``failed``: (program name, reason)
-    per partition whose whole-graph compile failed (its ops run eagerly too)."""
+    graph order; ``eager``: (node, target, reason) per op left to torch; ``failed``: (program name, op
+    node names, reason) per partition that did not compile as a whole (its ops run eagerly too)."""
     name: str
     megakernels: list = field(default_factory=list)
     eager: list = field(default_factory=list)
@@ -139,7 +139,8 @@ def _supported_nodes(gm: torch.fx.GraphModule, graph: Any, options: Options) -> 
 
 
 def partition(gm: torch.fx.GraphModule, options: Options, name: str, is_backward: bool,
-              compile_part: Callable[[torch.fx.GraphModule, Any, str], Callable]) -> tuple[torch.fx.GraphModule, Partitioning]:
+              compile_part: Callable[[torch.fx.GraphModule, Any, str], Callable]
+              ) -> tuple[torch.fx.GraphModule, Partitioning]:
     """Split ``gm`` (in place) into megakernel partitions and eager ops; returns the graph module to run
     and the partitioning. ``compile_part(submodule, fx_graph, program_name)`` compiles one partition and
     returns the callable that replaces it (args -> list of outputs), or None to leave it eager; a

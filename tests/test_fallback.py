@@ -58,7 +58,8 @@ def test_mixed_model_matches_eager():
 
 
 def test_fullgraph_default_raises_on_the_same_model():
-    with pytest.raises(Exception, match=r"unsupported op aten\.(cumsum|sort|_softmax)\.default \(no instruction type\)"):
+    unsupported = r"unsupported op aten\.(cumsum|sort|_softmax)\.default \(no instruction type\)"
+    with pytest.raises(Exception, match=unsupported):
         megakittens.compile(mixed)(*mixed_inputs())
 
 
@@ -106,7 +107,10 @@ def test_views_join_their_consumer():
     x, w = randn(128, 128), randn(128, 128, scale=128 ** -0.5)
     check_close(compile_eager_fallback(f)(x, w), f(x, w))
     assert split().num_megakernels == 1
-    assert eager_targets() == ["aten.cumsum.default", "aten.cumsum.default"]  # no view runs alone
+    assert eager_targets() == ["aten.cumsum.default", "aten.cumsum.default"]
+    program = mk_backend.dispatchers[-1].program
+    assert [n.itype for n in program.nodes] == ["Gemm(ta)", "ElementwiseUnary(ops=relu)", "Gemm(ta)"]
+    assert program.output_views[0] is not None  # h.t() leaves as a view of relu's slot, not a copy
 
 
 def test_unsupported_view_use_runs_eagerly():
@@ -155,6 +159,27 @@ def test_nothing_supported_runs_eagerly():
     out = compile_eager_fallback(lambda t: torch.cumsum(t, dim=0))(x)
     torch.testing.assert_close(out, torch.cumsum(x, dim=0))
     assert split().num_megakernels == 0 and mk_backend.compiled_count == n
+
+
+def test_partition_that_does_not_compile_runs_eagerly(monkeypatch):
+    """A partition whose whole-graph compile fails (here a planted CompileError) runs as torch ops, with a
+    warning and the reason in the partitioning; the other megakernel still runs."""
+    real = mk_backend._compile_program
+
+    def failing(gm, graph, options, name, dry_run=False):
+        if name.endswith("_part1"):
+            raise _C.CompileError(f"graph '{name}': planted failure")
+        return real(gm, graph, options, name, dry_run)
+
+    monkeypatch.setattr(mk_backend, "_compile_program", failing)
+    args = mixed_inputs()
+    with pytest.warns(RuntimeWarning, match="partition 'mixed_part1' did not compile as a megakernel"):
+        out = compile_eager_fallback(mixed)(*args)
+    check_close(out, mixed(*args))
+    assert split().num_megakernels == 1 and len(split().failed) == 1
+    program, ops, reason = split().failed[0]
+    assert program == "mixed_part1" and "mm_1" in ops and "planted failure" in reason
+    assert "did not compile as a megakernel: mixed_part1" in split().report()
 
 
 def test_partitioning_is_deterministic():
