@@ -14,7 +14,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from megakittens import _C, artifacts, fx_export
+from megakittens import _C, artifacts, fallback, fx_export
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options
 
@@ -22,6 +22,8 @@ from megakittens.options import Options
 # one); bounded so that a long-running process does not keep every compiled program alive.
 dispatchers: "collections.deque[Dispatcher]" = collections.deque(maxlen=32)
 compiled_count = 0  # Dispatchers built so far in this process
+# fallback="eager": how the most recent graphs were split (fallback.Partitioning), oldest first.
+partitionings: "collections.deque[fallback.Partitioning]" = collections.deque(maxlen=32)
 
 
 @atexit.register
@@ -53,14 +55,24 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     """Compile one aten graph; returns a boxed callable (args list -> outputs).
 
     Raises CompileError (from the tracer or scheduler) naming the node, op and constraint; a backward
-    graph raises "no backward instruction types".
+    graph raises "no backward instruction types". With ``fallback="eager"`` nothing raises for an
+    unsupported op: see ``_compile_partitioned``.
     """
     if options.verbose:
         _print_graph(gm, name, is_backward)
-    t0 = time.perf_counter()
+    if options.fallback == "eager":
+        return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
     graph = fx_export.export_graph(gm, name, is_backward)
     if options.dry_run:
         return _dry_run(gm, graph, options, name)
+    return make_boxed_func(_compile_program(gm, graph, options, name))
+
+
+def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str,
+                     dry_run: bool = False) -> Any:
+    """trace -> schedule -> Dispatcher for one exported graph (``dry_run``: stop after scheduling and
+    return None). Raises CompileError."""
+    t0 = time.perf_counter()
     dag = _C.trace(graph)
     if options.verbose:
         _log(f"trace {(time.perf_counter() - t0) * 1e3:.1f} ms ({len(dag.nodes)} nodes)")
@@ -81,13 +93,29 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         path = artifacts.save_schedule(program, name, number)
         if options.verbose:
             _log(f"saved {path}")
+    if dry_run:
+        return None
     dispatcher = Dispatcher(program, dag, gm, options)
     global compiled_count
     dispatchers.append(dispatcher)
     compiled_count += 1
     if options.verbose:
         _log("dispatcher ready")
-    return make_boxed_func(dispatcher)
+    return dispatcher
+
+
+def _compile_partitioned(gm: torch.fx.GraphModule, options: Options, name: str, is_backward: bool) -> Callable:
+    """fallback="eager": one Dispatcher per maximal supported partition, the other ops run eagerly
+    (megakittens/fallback.py). dry_run traces and schedules each partition, prints the partitioning and
+    runs everything eagerly. The split is appended to ``partitionings``."""
+    def compile_part(sub: torch.fx.GraphModule, graph: Any, part_name: str) -> Any:
+        return _compile_program(sub, graph, options, part_name, dry_run=options.dry_run)
+
+    run, split = fallback.partition(gm, options, name, is_backward, compile_part)
+    partitionings.append(split)
+    if options.dry_run or options.verbose:
+        print(split.report(), flush=True)
+    return run
 
 
 def support_report(graph: Any, name: str, options: Options) -> str:

@@ -75,10 +75,22 @@ def encode_outputs(node: torch.fx.Node, gm: Optional[torch.nn.Module] = None) ->
     return [_tensor_record(val, node)], False
 
 
+def _contiguous(record: Optional[tuple]) -> Optional[tuple]:
+    if record is None:
+        return None
+    shape, _, dtype, device = record
+    stride, s = [], 1
+    for d in reversed(shape):
+        stride.append(s)
+        s *= d
+    return shape, tuple(reversed(stride)), dtype, device
+
+
 def encode_nodes(graph: torch.fx.Graph, gm: Optional[torch.nn.Module] = None,
-                 node_ref: Optional[Callable[[int], Any]] = None) -> list[NodeTuple]:
+                 node_ref: Optional[Callable[[int], Any]] = None, contiguous_inputs: bool = False) -> list[NodeTuple]:
     """The node tuples of ``graph`` in FX order. ``node_ref`` builds a node reference (default ``_C.NodeRef``;
-    tests pass a stand-in to check the encoding without the extension)."""
+    tests pass a stand-in to check the encoding without the extension). ``contiguous_inputs``: record
+    placeholders with contiguous strides (the dispatcher passes a contiguous copy of a strided argument)."""
     if node_ref is None:
         from megakittens import _C
         node_ref = _C.NodeRef
@@ -98,12 +110,15 @@ def encode_nodes(graph: torch.fx.Graph, gm: Optional[torch.nn.Module] = None,
     nodes = []
     for n in graph.nodes:
         outputs, multi = encode_outputs(n, gm)
+        if contiguous_inputs and n.op == "placeholder":
+            outputs = [_contiguous(o) for o in outputs]
         nodes.append((n.name, n.op, target_name(n), [arg(a) for a in n.args],
                       {k: arg(v) for k, v in n.kwargs.items()}, outputs, multi))
     return nodes
 
 
-def export_graph(gm: torch.fx.GraphModule, name: str, is_backward: bool = False):
-    """``_C.FxGraph`` of an aten-level GraphModule (AOTAutograd's forward or backward graph)."""
+def export_graph(gm: torch.fx.GraphModule, name: str, is_backward: bool = False, contiguous_inputs: bool = False):
+    """``_C.FxGraph`` of an aten-level GraphModule (AOTAutograd's forward or backward graph, or a
+    partition of one: ``contiguous_inputs``, see ``encode_nodes``)."""
     from megakittens import _C
-    return _C.FxGraph.from_nodes(name, encode_nodes(gm.graph, gm), is_backward)
+    return _C.FxGraph.from_nodes(name, encode_nodes(gm.graph, gm, contiguous_inputs=contiguous_inputs), is_backward)

@@ -41,7 +41,8 @@ def _capture(fn: Callable, options: Options) -> Callable:
 
 def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool = False, verbose: bool = False,
             save_dag: bool = False, save_schedule: bool = False, use_jit_cache: bool = True,
-            global_work_queue: bool = False, cluster_size: int = 2, target: Optional[str] = None) -> Any:
+            global_work_queue: bool = False, cluster_size: int = 2, target: Optional[str] = None,
+            fallback: Optional[str] = None) -> Any:
     """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
 
     Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
@@ -53,13 +54,18 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     ``log/<qualname>.<NN>.graph.json`` (+ .png) / ``.schedule.txt`` (directory: MEGAKITTENS_LOG_DIR).
     use_jit_cache: GPU runtime cubin cache. global_work_queue: one atomic work queue instead of per-SM
     tables. cluster_size: 1 or 2. target: None (this machine, h200 profile), "h200" or "b200".
+    fallback: None (default) compiles the whole graph or raises; "eager" compiles each maximal subgraph of
+    supported ops into its own megakernel and runs the other ops as ordinary torch ops between them
+    (``megakittens.backend.partitionings[-1]`` records the split; dry_run prints it). Graph breaks stay
+    errors either way.
 
-    Raises ValueError for a bad cluster_size or target. Compilation errors (``CompileError``: unsupported
+    Raises ValueError for a bad cluster_size, target or fallback. Compilation errors (``CompileError``: unsupported
     op, dtype, view or layout) surface on the first call, wrapped by Dynamo, with the message intact.
     """
     options = Options(enable=enable, dry_run=dry_run, verbose=verbose, save_dag=save_dag,
                       save_schedule=save_schedule, use_jit_cache=use_jit_cache,
-                      global_work_queue=global_work_queue, cluster_size=cluster_size, target=target)
+                      global_work_queue=global_work_queue, cluster_size=cluster_size, target=target,
+                      fallback=fallback)
     if fn is None:
         return lambda f: _capture(f, options)
     return _capture(fn, options)

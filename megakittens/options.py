@@ -8,6 +8,7 @@ import torch
 
 TARGETS = (None, "b200", "h200")
 CLUSTER_SIZES = (1, 2)
+FALLBACKS = (None, "eager")
 
 
 @dataclass(frozen=True)
@@ -21,12 +22,16 @@ class Options:
     global_work_queue: bool = False  # instructions claimed from one atomic queue instead of per-SM tables
     cluster_size: int = 2
     target: Optional[str] = None   # None: the local device (h200 profile), else "b200" / "h200"
+    fallback: Optional[str] = None  # None: the whole graph or an error; "eager": unsupported ops run as torch ops
 
     def __post_init__(self):
         if self.cluster_size not in CLUSTER_SIZES or isinstance(self.cluster_size, bool):
             raise ValueError(f"megakittens: cluster_size must be 1 or 2, got {self.cluster_size!r}")
         if self.target not in TARGETS:
             raise ValueError(f"megakittens: target must be None, 'b200' or 'h200', got {self.target!r}")
+        if self.fallback not in FALLBACKS:
+            raise ValueError(f"megakittens: fallback must be None (compile the whole graph or raise) or 'eager' "
+                             f"(unsupported ops run as torch ops between megakernels), got {self.fallback!r}")
 
     def profile_args(self) -> tuple[str, int]:
         """(profile name, num_sms) for ``_C.Profile.by_name``; num_sms 0 keeps the profile's default.

@@ -8,3 +8,4 @@ void bind_ir(nb::module_&);         // bind_ir.cpp: tensors, FX graph records, D
 void bind_schedule(nb::module_&);   // bind_schedule.cpp: profiles, schedule(), Program
 void bind_reference(nb::module_&);  // bind_reference.cpp: interpret()
 void bind_runtime(nb::module_&);    // bind_runtime.cpp: GPU JIT and launch (src/runtime/)
+void bind_fallback(nb::module_&);   // bind_fallback.cpp: op units and device bodies for fallback="eager"

@@ -6,4 +6,5 @@ NB_MODULE(_C, m) {
   bind_schedule(m);
   bind_reference(m);
   bind_runtime(m);
+  bind_fallback(m);
 }

@@ -374,6 +374,14 @@ std::vector<SupportIssue> support_report(const FxGraph& g) {
   return issues;
 }
 
+bool folds_into_edge(const FxNode& n) { return is_view(n) || is_getitem(n); }
+
+std::vector<bool> live_from_output(const FxGraph& g) {
+  for (size_t k = g.nodes.size(); k-- > 0;)
+    if (g.nodes[k].op == "output") return live_nodes(g, static_cast<int>(k));
+  return std::vector<bool>(g.nodes.size(), false);
+}
+
 DAG trace(const FxGraph& g) {
   FxGraph fused = g;
   fuse_decomposed_rms_norm(fused);

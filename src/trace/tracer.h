@@ -18,4 +18,9 @@ struct SupportIssue {
 };
 std::vector<SupportIssue> support_report(const FxGraph&);
 
+// For the fallback partitioner (trace/op_units.h): views and getitem fold into the edges of their
+// consumers instead of becoming nodes; the nodes the (last) output node depends on.
+bool folds_into_edge(const FxNode&);
+std::vector<bool> live_from_output(const FxGraph&);
+
 }  // namespace mk
