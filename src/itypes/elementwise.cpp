@@ -26,13 +26,21 @@ Box tile_box(const EwTile& t) {
 
 }  // namespace
 
-int64_t ew_num_tiles(const Coord4& s, const Profile& p) {
-  const int64_t tc = int64_t(p.ew_tile_cols) * p.ew_tiles_per_instruction;
+int64_t ew_tiles(const Coord4& s, const Profile& p, int inputs) {
+  if (p.ew_max_pages <= 0) return p.ew_tiles_per_instruction;
+  // Bigger instructions keep more bytes in flight per SM; but not at the cost of idle SMs.
+  const int64_t single = s[0] * s[1] * ceil_div(s[2], p.ew_tile_rows) * ceil_div(s[3], p.ew_tile_cols);
+  const int64_t most = std::max(1, p.ew_max_pages / std::max(1, inputs));
+  return std::clamp<int64_t>(ceil_div(single, std::max(1, p.num_sms)), 1, most);
+}
+
+int64_t ew_num_tiles(const Coord4& s, const Profile& p, int inputs) {
+  const int64_t tc = int64_t(p.ew_tile_cols) * ew_tiles(s, p, inputs);
   return s[0] * s[1] * ceil_div(s[2], p.ew_tile_rows) * ceil_div(s[3], tc);
 }
 
-EwTile ew_tile(const Coord4& s, const Profile& p, int64_t i) {
-  const int64_t tr = p.ew_tile_rows, tc = int64_t(p.ew_tile_cols) * p.ew_tiles_per_instruction;
+EwTile ew_tile(const Coord4& s, const Profile& p, int inputs, int64_t i) {
+  const int64_t tr = p.ew_tile_rows, tc = int64_t(p.ew_tile_cols) * ew_tiles(s, p, inputs);
   const int64_t nr = ceil_div(s[2], tr), nc = ceil_div(s[3], tc);
   const int64_t ct = i % nc, rt = (i / nc) % nr, d = (i / nc / nr) % s[1], b = i / (nc * nr * s[1]);
   EwTile t;
@@ -130,11 +138,11 @@ void ElementwiseUnary::validate(const NodeInfo& n) const {
 }
 
 int64_t ElementwiseUnary::num_instructions(const NodeInfo& n) const {
-  return ew_num_tiles(n.outputs[0].padded(), n.profile);
+  return ew_num_tiles(n.outputs[0].padded(), n.profile, 1);
 }
 
 InstrDesc ElementwiseUnary::instruction(const NodeInfo& n, int64_t i) const {
-  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, i);
+  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, 1, i);
   const Box box = tile_box(t);
   InstrDesc d;
   push_origin(d.indices, n.inputs[0].origin(t.origin));
@@ -238,11 +246,11 @@ void ElementwiseBinary::validate(const NodeInfo& n) const {
 }
 
 int64_t ElementwiseBinary::num_instructions(const NodeInfo& n) const {
-  return ew_num_tiles(n.outputs[0].padded(), n.profile);
+  return ew_num_tiles(n.outputs[0].padded(), n.profile, 2);
 }
 
 InstrDesc ElementwiseBinary::instruction(const NodeInfo& n, int64_t i) const {
-  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, i);
+  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, 2, i);
   const Box box = tile_box(t);
   InstrDesc d;
   d.reads.resize(2);

@@ -9,14 +9,16 @@
 
 namespace mk {
 
-// Tiles of profile.ew_tile_rows x (ew_tile_cols * ew_tiles_per_instruction) over the view's last two
-// dims; instruction i covers tile (b, d, rt, ct) in row-major order, clipped at the view edge.
+// Tiles of profile.ew_tile_rows x (ew_tile_cols * ew_tiles(...)) over the view's last two dims;
+// instruction i covers tile (b, d, rt, ct) in row-major order, clipped at the view edge.
 struct EwTile {
   Coord4 origin;      // view point (b, d, r0, c0)
   int64_t rows = 0, cols = 0;
 };
-int64_t ew_num_tiles(const Coord4& shape, const Profile&);
-EwTile ew_tile(const Coord4& shape, const Profile&, int64_t i);
+// Column tiles per instruction for an output of `shape` and `inputs` operands (profile.h).
+int64_t ew_tiles(const Coord4& shape, const Profile&, int inputs);
+int64_t ew_num_tiles(const Coord4& shape, const Profile&, int inputs);
+EwTile ew_tile(const Coord4& shape, const Profile&, int inputs, int64_t i);
 
 // One step of an ElementwiseUnary op list. The scalar forms carry a constant k, written "name:k" with k
 // as canonical %.9g text ("add_scalar:2.5", "clamp_min:0"); k is that text parsed and rounded to fp32.

@@ -21,6 +21,7 @@ Profile Profile::h200(int num_sms) {
   p.name = "h200";
   p.num_sms = num_sms;
   p.rms_norm_pages = 3;  // kernels/mk/itypes/rms_norm.cuh kXPages
+  p.ew_max_pages = 4;    // kernels/mk/itypes/elementwise.cuh kMaxTiles * inputs
   return p;
 }
 

@@ -9,8 +9,11 @@ struct Profile {
   int num_sms = 0;
   int num_pages = 7;          // shared-memory pages per CTA
   int page_bytes = 32768;
-  // Elementwise: tiles of tile_rows x tile_cols, up to tiles_per_instruction column-adjacent tiles.
+  // Elementwise: tiles of tile_rows x tile_cols, tiles_per_instruction column-adjacent tiles. With
+  // ew_max_pages > 0 the count adapts instead: as many tiles (at most ew_max_pages / inputs, one page
+  // per tile and input) as still give every SM an instruction.
   int ew_tile_rows = 128, ew_tile_cols = 128, ew_tiles_per_instruction = 2;
+  int ew_max_pages = 0;
   // GEMM: each CTA computes gemm_cta_m x gemm_n of the output, K in steps of gemm_k.
   // pair_tiles: the CTAs of a cluster split one tile of cluster_size * gemm_cta_m rows, and each CTA
   // gets its own copy of the instruction with identical access regions (seed §04 "target 2").

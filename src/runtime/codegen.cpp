@@ -33,6 +33,12 @@ std::string device_type(const IType& it, int icode, const Profile& profile, std:
   const std::string P = "P" + std::to_string(icode);
   const std::string name = it.name();
   if (name == "Noop") return "mk::Noop";
+  // kernels/mk/itypes/elementwise.cuh: 128x128 tiles, at most 4 / inputs of them per instruction.
+  const bool ew_tiles_ok = profile.ew_tile_rows == 128 && profile.ew_tile_cols == 128 &&
+                           (profile.ew_max_pages > 0 ? profile.ew_max_pages <= 4 : profile.ew_tiles_per_instruction <= 2);
+  if ((dynamic_cast<const ElementwiseUnary*>(&it) || dynamic_cast<const ElementwiseBinary*>(&it)) && !ew_tiles_ok)
+    throw GpuError("megakittens: IType " + it.str() + " has no GPU body for profile '" + profile.name +
+                   "' (elementwise tiles must be 128x128, at most 4 pages per instruction)");
   if (const auto* u = dynamic_cast<const ElementwiseUnary*>(&it)) {
     const std::vector<UnaryStep>& steps = u->steps();
     if (!u->has_constants()) {

@@ -235,25 +235,36 @@ TEST(ITypeNames, InplaceInput) {
 // ---- elementwise ----
 
 TEST(ElementwiseIType, TilingCounts) {
-  for (const Profile& p : {Profile::b200(), Profile::h200()}) {
-    const ElementwiseUnary relu({"relu"});
+  // b200 (seed): two 128x128 tiles per instruction. h200: 1 to 4 (unary) or 2 (binary) tiles, as many
+  // as still give each of its SMs an instruction.
+  const ElementwiseUnary relu({"relu"});
+  for (const auto& [p, want] : {std::pair{Profile::b200(), 32}, std::pair{Profile::h200(132), 64}}) {
     const NodeInfo n = node({whole({1024, 1024})}, {bf16({1024, 1024})}, p);
     relu.validate(n);
-    EXPECT_EQ(relu.num_instructions(n), 32);
-    EXPECT_EQ(ew_num_tiles(Coord4{1, 1, 1024, 1024}, p), 32);
+    EXPECT_EQ(relu.num_instructions(n), want);
+    EXPECT_EQ(ew_num_tiles(Coord4{1, 1, 1024, 1024}, p, 1), want);
     expect_exact_cover(relu, n);
   }
-  // Ragged: (3, 2, 200, 300) -> 3*2 * 2 row tiles * 2 col tiles.
-  const Profile p = Profile::h200();
+  const Profile h = Profile::h200(132);
+  EXPECT_EQ(ew_tiles(Coord4{1, 1, 8192, 8192}, h, 1), 4);
+  EXPECT_EQ(ew_tiles(Coord4{1, 1, 8192, 8192}, h, 2), 2);
+  EXPECT_EQ(ew_tiles(Coord4{1, 1, 128, 128 * 133}, h, 1), 2);
+  {
+    const NodeInfo n = node({whole({8192, 8192})}, {bf16({8192, 8192})}, h);
+    EXPECT_EQ(relu.num_instructions(n), 64 * 16);
+    expect_exact_cover(relu, n);
+  }
+  // Ragged: (3, 2, 200, 300) -> 3*2 * 2 row tiles * 2 col tiles (b200: two tiles per instruction).
+  const Profile p = Profile::b200();
   const NodeInfo n = node({whole({3, 2, 200, 300})}, {bf16({3, 2, 200, 300})}, p);
   const ElementwiseUnary u({"abs"});
   EXPECT_EQ(u.num_instructions(n), 24);
   expect_exact_cover(u, n);
-  const EwTile last = ew_tile(Coord4{3, 2, 200, 300}, p, 23);
+  const EwTile last = ew_tile(Coord4{3, 2, 200, 300}, p, 1, 23);
   EXPECT_EQ(last.origin, (Coord4{2, 1, 128, 256}));
   EXPECT_EQ(last.rows, 72);
   EXPECT_EQ(last.cols, 44);
-  const EwTile t1 = ew_tile(Coord4{3, 2, 200, 300}, p, 1);  // column tile fastest
+  const EwTile t1 = ew_tile(Coord4{3, 2, 200, 300}, p, 1, 1);  // column tile fastest
   EXPECT_EQ(t1.origin, (Coord4{0, 0, 0, 256}));
   // 1-D tensors are one row.
   const NodeInfo v = node({whole({1000})}, {bf16({1000})}, p);
@@ -261,10 +272,17 @@ TEST(ElementwiseIType, TilingCounts) {
   expect_exact_cover(u, v);
 }
 
+// h200 with the fixed two tiles per instruction (no adaptive tile count): the index layouts below.
+Profile h200_fixed_tiles() {
+  Profile p = Profile::h200();
+  p.ew_max_pages = 0;
+  return p;
+}
+
 TEST(ElementwiseIType, IndicesCarryBackingOrigins) {
   // a = W[1] of W (3, 256, 512), b whole: indices address W at d = 1.
   const Operand w1{bf16({3, 256, 512}), TensorRange::full({3, 256, 512}).select(0, 1)};
-  const NodeInfo n = node({w1, whole({256, 512})}, {bf16({256, 512})}, Profile::h200());
+  const NodeInfo n = node({w1, whole({256, 512})}, {bf16({256, 512})}, h200_fixed_tiles());
   const ElementwiseBinary add("add");
   add.validate(n);
   ASSERT_EQ(add.num_instructions(n), 4);
@@ -275,7 +293,7 @@ TEST(ElementwiseIType, IndicesCarryBackingOrigins) {
   EXPECT_EQ(d.reads[0], std::vector<Box>{box});  // view coords
   EXPECT_EQ(d.reads[1], std::vector<Box>{box});
   EXPECT_EQ(d.writes, std::vector<std::vector<Box>>{{box}});
-  const InstrDesc u = ElementwiseUnary({"neg"}).instruction(node({w1}, {bf16({256, 512})}, Profile::h200()), 0);
+  const InstrDesc u = ElementwiseUnary({"neg"}).instruction(node({w1}, {bf16({256, 512})}, h200_fixed_tiles()), 0);
   EXPECT_EQ(u.indices, (std::vector<int32_t>{0, 1, 0, 0, 0, 0, 0, 0, 128, 256}));
 }
 
@@ -508,7 +526,7 @@ TEST(ElementwiseBroadcast, MasksAndParams) {
 }
 
 TEST(ElementwiseBroadcast, IndicesAndRegions) {
-  const Profile p = Profile::h200();  // tiles of 128 x 256
+  const Profile p = h200_fixed_tiles();  // tiles of 128 x 256
   // y (2, 200, 300) = a (2, 200, 300) * b, b = the row W[1] (300,) of W (3, 300) broadcast over (2, 200).
   const Operand a = whole({2, 200, 300});
   const Operand b{bf16({3, 300}), TensorRange::full({3, 300}).select(0, 1)};
