@@ -23,4 +23,13 @@ for case in ${NCU_CASES:-}; do
     python3 benchmarks/ncu_case.py $case > "$OUT/ncu_$case.log" 2>&1
   echo "ncu $case rc=$?"; grep -E "Throughput|Busy|Pipe|Stall|Warp Cycles|Issued|L2 Hit|Bandwidth|Duration" "$OUT/ncu_$case.log" | head -30
 done
+if [ -n "${SUITES:-}" ]; then
+  timeout ${BENCH_TIMEOUT:-200} python3 benchmarks/run.py $SUITES > "$OUT/bench.log" 2>&1
+  echo "bench rc=$?"; python3 benchmarks/report.py && cp BENCHMARKS.md benchmarks/results/*.json "$OUT/"
+  grep -E '"case"' "$OUT/bench.log" | python3 -c "
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l); b = {k: round(v, 1) for k, v in r['baselines'].items() if v is not None}
+    print(r['case'][:60], r['unit'], r['megakittens'] and round(r['megakittens'], 1), b, r['ratio'] and round(r['ratio'], 2))"
+fi
 echo "total $(( $(date +%s) - t0 )) s"

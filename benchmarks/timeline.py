@@ -78,7 +78,7 @@ def main(argv):
     for name in want:
         fn, args = all_cases[name]
         p = program_for(fn, args, name=f"timeline_{name}")
-        for mode in ("per_sm", "global"):
+        for mode in os.environ.get("MODES", "per_sm global").split():
             runner = MkRunner(p, args, {"global_work_queue": mode == "global"})
             ms = bench(runner, iters=20)
             analyse(name, runner.timeline(), mode, ms)
