@@ -128,6 +128,9 @@ struct Elementwise {
   // loads are issued: the last of them are the previous instruction's data pages, still being stored
   // (timeline: waiting for them first serialised each instruction's loads behind the previous stores).
   static __device__ void load(Ctx& c) {
+#ifdef MK_SAFE_ORDER
+    if (!release_unused(c, kUsedPages)) return;
+#endif
     if (!wait_inputs(c)) return;
     bool ok = true;
     if (c.lane == 0) {
@@ -154,7 +157,11 @@ struct Elementwise {
         }
       }
     }
+#ifndef MK_SAFE_ORDER
     if (warp_ok(c, ok)) release_unused(c, kUsedPages);
+#else
+    warp_ok(c, ok);
+#endif
   }
 
   static __device__ void compute(Ctx& c) {
@@ -203,8 +210,10 @@ struct Elementwise {
     for (int t = 0; t < nt; ++t) {
       if (!wait(c, c.sem(kMaxTiles + t), 0)) return;
       // Computed: the other inputs' pages of this tile are free now (the result is in input 0's page).
+#ifndef MK_SAFE_PAGES
       if (c.lane == 0)
         for (int k = 1; k < kIn; ++k) page_finish(c, lid(k, t));
+#endif
       const int c0 = o[3] + t * kTile, tc = min(kTile, cols - t * kTile);
       // TMA clips at the tensor's edge only; a tile that ends inside the tensor is stored by hand.
       const bool tma = (y.flags & 1) && (rows == kTile || o[2] + rows == y.dims[2]) &&
@@ -228,19 +237,26 @@ struct Elementwise {
 #endif
       // The previous tile's store has read its page (the one in flight is this tile's, if TMA):
       // hand that page on now, so the next instruction's last tiles load early.
+#ifndef MK_SAFE_PAGES
       if (c.lane == 0 && t > 0) {
         if (tma) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
         else cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
         page_finish(c, lid(0, t - 1));
       }
+#endif
     }
     if (c.lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     __syncwarp();
+#ifndef MK_SAFE_PAGES
     if (c.lane == 0) {  // the last tile's page, and the pages of tiles this instruction does not have
       if (nt > 0) page_finish(c, lid(0, nt - 1));
       for (int k = 0; k < kIn; ++k)
         for (int t = nt; t < kMaxTiles; ++t) page_finish(c, lid(k, t));
     }
+#else
+    if (c.lane == 0)
+      for (int l = 0; l < kUsedPages; ++l) page_finish(c, l);
+#endif
     store_done(c);
   }
 };

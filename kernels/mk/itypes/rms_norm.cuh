@@ -51,6 +51,9 @@ struct RMSNorm {
   }
 
   static __device__ void load(Ctx& c) {  // unused lids passed on last, as Elementwise::load
+#ifdef MK_SAFE_ORDER
+    if (!release_unused(c, kUsedPages)) return;
+#endif
     if (!wait_inputs(c)) return;
     bool ok = true;
     if (c.lane == 0)  // the row pages: free at once (release order); the weight's page is waited below
@@ -85,7 +88,9 @@ struct RMSNorm {
     if constexpr (P::has_weight) copy_rows(c, c.page(kWeightLid), wp, 0, 1, C, rb, wbulk, c.sem(0));
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(0));
+#ifndef MK_SAFE_ORDER
     release_unused(c, kUsedPages);
+#endif
   }
 
   static __device__ void compute(Ctx& c) {
@@ -149,7 +154,9 @@ struct RMSNorm {
   static __device__ void store(Ctx& c) {
     if (!wait_reuse(c)) return;
     if (!wait(c, c.sem(1), 0)) return;
+#ifndef MK_SAFE_PAGES
     if (c.lane == 0) page_finish(c, kWeightLid);  // only the consumers read the weight
+#endif
     const i32* idx = c.idx();
     const i32* o = idx + 4;
     const int rows = idx[12], C = idx[13], rb = row_bytes(C);
@@ -173,6 +180,9 @@ struct RMSNorm {
     __syncwarp();
     if (c.lane == 0)
       for (int lid = 0; lid < kXPages; ++lid) page_finish(c, lid);
+#ifdef MK_SAFE_PAGES
+    if (c.lane == 0) page_finish(c, kWeightLid);
+#endif
     store_done(c);
   }
 };
