@@ -1,11 +1,8 @@
-// ElementwiseUnary / ElementwiseBinary (seed §12, docs/itypes.md). One instruction = up to 4 / inputs
-// 128x128 bf16 tiles side by side (the host sizes it: src/itypes/elementwise.cpp ew_tiles). Input k's
-// tile t lands in lid k * kMaxTiles + t by TMA (no swizzle: rows of 256 B); the consumers compute in
-// fp32 in place in input 0's pages; the storer TMA-stores them tile by tile.
-// [Note: page release order] unused lids first, then the other inputs' pages (the storer frees them
-// as soon as their tile is computed), then input 0's (the output) in tile order, each freed once its
-// store has read it. So the next instruction's first tiles load at once, its last ones as this
-// instruction's stores drain.
+// ElementwiseUnary / ElementwiseBinary (seed §12, docs/itypes.md). One instruction = up to two
+// 128x128 bf16 tiles side by side. Input k's tile t lands in lid 2k+t by TMA (no swizzle: rows of
+// 256 B); the consumers compute in fp32 in place in input 0's pages; the storer TMA-stores them.
+// [Note: page release order] unused lids first, then the other inputs' pages, then input 0's
+// (the output), which are freed only after their stores have read shared memory.
 #pragma once
 #include "mk/vm.cuh"
 
@@ -102,66 +99,47 @@ template <class F>
 struct Elementwise {
   static constexpr int kIn = F::inputs;
   static constexpr int kTile = 128;
-  // Up to kMaxTiles column-adjacent tiles per instruction (the host picks; profile.ew_max_pages = 4):
-  // input k's tile t lands in lid k * kMaxTiles + t.
-  static constexpr int kMaxTiles = 4 / kIn;
-  static constexpr int kUsedPages = kMaxTiles * kIn;
-  static_assert(kMaxTiles >= 1 && kUsedPages <= kNumPages, "elementwise pages");
+  static constexpr int kUsedPages = 2 * kIn;
   // Indices: origin of input k at 4k, output origin at 4*kIn, then rows, cols.
   static constexpr int kOut = 4 * kIn, kRows = 4 * kIn + 4, kCols = 4 * kIn + 5;
-  // loaded[kMaxTiles] (TMA bytes), computed[kMaxTiles] (8 consumer warps)
-  static constexpr int num_semaphores = 2 * kMaxTiles;
+  static constexpr int num_semaphores = 4;  // loaded[2] (TMA bytes), computed[2] (8 consumer warps)
 
-  static __device__ int semaphore_count(int i) { return i < kMaxTiles ? 1 : kConsumerWarps; }
-  static __device__ __forceinline__ int lid(int k, int t) { return k * kMaxTiles + t; }
+  static __device__ int semaphore_count(int i) { return i < 2 ? 1 : kConsumerWarps; }
 
   static __device__ int lid_release_order(int q, const i32*) {
     const int unused = kNumPages - kUsedPages;
     if (q < unused) return kUsedPages + q;
-    q -= unused;  // then inputs kIn-1 .. 0, kMaxTiles pages each in tile order
-    return lid(kIn - 1 - q / kMaxTiles, q % kMaxTiles);
+    q -= unused;                       // then inputs kIn-1 .. 0, two pages each
+    return kUsedPages - 2 - 2 * (q / 2) + (q % 2);
   }
 
-  static __device__ int num_tiles(const Ctx& c) { return (c.idx()[kCols] + kTile - 1) / kTile; }
+  static __device__ int num_tiles(const Ctx& c) { return c.idx()[kCols] > kTile ? 2 : 1; }
 
-  // Each page is waited for right before its TMA, and the unused lids are passed on only after the
-  // loads are issued: the last of them are the previous instruction's data pages, still being stored
-  // (timeline: waiting for them first serialised each instruction's loads behind the previous stores).
   static __device__ void load(Ctx& c) {
-#ifdef MK_SAFE_ORDER
     if (!release_unused(c, kUsedPages)) return;
-#endif
     if (!wait_inputs(c)) return;
     bool ok = true;
     if (c.lane == 0) {
+      for (int lid = 0; lid < kUsedPages && ok; ++lid)
+        ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
       const int nt = num_tiles(c);
       const i32* idx = c.idx();
-      for (int t = 0; t < kMaxTiles && ok; ++t) {
-#ifndef MK_EXP_EW_NO_LOAD
-        if (t < nt)
-          (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                     cuda::ptx::space_shared, c.sem(t), kIn * kPageBytes);
-#else  // experiment (benchmarks/notes.md): time the pipeline without the loads
-        if (t < nt) arrive(c.sem(t));
+      for (int t = 0; t < nt && ok; ++t) {
+#ifdef MK_EXP_EW_NO_LOAD  // experiment (benchmarks/notes.md): time the pipeline without the loads
+        arrive(c.sem(t));
+        continue;
 #endif
-        for (int k = 0; k < kIn && ok; ++k) {
-          ok = page_wait_lane(c, lid(k, t));
-#ifndef MK_EXP_EW_NO_LOAD
-          if (ok && t < nt) {
-            const i32* o = idx + 4 * k;
-            const i32 coords[4] = {o[3] + t * kTile, o[2], o[1], o[0]};
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                            c.page(lid(k, t)), c.map(c.src_slot(k)), coords, c.sem(t));
-          }
-#endif
+        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, c.sem(t), kIn * kPageBytes);
+        for (int k = 0; k < kIn; ++k) {
+          const i32* o = idx + 4 * k;
+          const i32 coords[4] = {o[3] + t * kTile, o[2], o[1], o[0]};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, c.page(2 * k + t),
+                                          c.map(c.src_slot(k)), coords, c.sem(t));
         }
       }
     }
-#ifndef MK_SAFE_ORDER
-    if (warp_ok(c, ok)) release_unused(c, kUsedPages);
-#else
     warp_ok(c, ok);
-#endif
   }
 
   static __device__ void compute(Ctx& c) {
@@ -175,7 +153,7 @@ struct Elementwise {
         const int v = i * kConsumerWarps * 32 + tid;
         uint4 in[kIn];
 #pragma unroll
-        for (int k = 0; k < kIn; ++k) in[k] = reinterpret_cast<const uint4*>(c.page(lid(k, t)))[v];
+        for (int k = 0; k < kIn; ++k) in[k] = reinterpret_cast<const uint4*>(c.page(2 * k + t))[v];
         uint4 res;
         const __nv_bfloat162* h[kIn];
 #pragma unroll
@@ -196,7 +174,7 @@ struct Elementwise {
       }
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
       __syncwarp();
-      if (c.lane == 0) arrive(c.sem(kMaxTiles + t));
+      if (c.lane == 0) arrive(c.sem(2 + t));
     }
   }
 
@@ -208,17 +186,14 @@ struct Elementwise {
     const int ys = c.dst_slot(0);
     const SlotDesc& y = c.slot(ys);
     for (int t = 0; t < nt; ++t) {
-      if (!wait(c, c.sem(kMaxTiles + t), 0)) return;
-      // Computed: the other inputs' pages of this tile are free now (the result is in input 0's page).
-#ifndef MK_SAFE_PAGES
-      if (c.lane == 0)
-        for (int k = 1; k < kIn; ++k) page_finish(c, lid(k, t));
-#endif
+      if (!wait(c, c.sem(2 + t), 0)) return;
       const int c0 = o[3] + t * kTile, tc = min(kTile, cols - t * kTile);
       // TMA clips at the tensor's edge only; a tile that ends inside the tensor is stored by hand.
+#ifdef MK_EXP_EW_NO_STORE  // experiment: time the pipeline without the stores
+      continue;
+#endif
       const bool tma = (y.flags & 1) && (rows == kTile || o[2] + rows == y.dims[2]) &&
                        (tc == kTile || c0 + tc == y.dims[3]);
-#ifndef MK_EXP_EW_NO_STORE  // experiment: time the pipeline without the stores
       if (tma) {
         if (c.lane == 0) {
           const i32 coords[4] = {c0, o[2], o[1], o[0]};
@@ -232,31 +207,12 @@ struct Elementwise {
         for (int r = 0; r < rows; ++r)
           for (int e = c.lane; e < tc; e += 32) dst[elem_offset(y, o[0], o[1], o[2] + r, c0 + e)] = src[r * kTile + e];
         __threadfence();
-        __syncwarp();
       }
-#endif
-      // The previous tile's store has read its page (the one in flight is this tile's, if TMA):
-      // hand that page on now, so the next instruction's last tiles load early.
-#ifndef MK_SAFE_PAGES
-      if (c.lane == 0 && t > 0) {
-        if (tma) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
-        else cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
-        page_finish(c, lid(0, t - 1));
-      }
-#endif
     }
     if (c.lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     __syncwarp();
-#ifndef MK_SAFE_PAGES
-    if (c.lane == 0) {  // the last tile's page, and the pages of tiles this instruction does not have
-      if (nt > 0) page_finish(c, lid(0, nt - 1));
-      for (int k = 0; k < kIn; ++k)
-        for (int t = nt; t < kMaxTiles; ++t) page_finish(c, lid(k, t));
-    }
-#else
     if (c.lane == 0)
-      for (int l = 0; l < kUsedPages; ++l) page_finish(c, l);
-#endif
+      for (int lid = 0; lid < kUsedPages; ++lid) page_finish(c, lid);
     store_done(c);
   }
 };

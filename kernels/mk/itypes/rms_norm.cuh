@@ -1,11 +1,9 @@
 // RMSNorm(eps) over the last dim (seed §12, docs/itypes.md). One instruction = `rows` rows of C
-// elements in up to kXPages pages (lids 0..2), each row padded to 128 B, loaded and stored row by row
-// with 1-D bulk copies (generic copies when a row is not 16-byte aligned); the weight row lands in
-// lid 3 the same way (L2-resident, so the extra copy costs no HBM traffic). Warp w normalises rows
-// w, w+8, ... in fp32 in place. The host sizes `rows` (src/itypes/rms_norm.cpp, profile.rms_norm_pages).
-// [Note: page release order] the three unused lids first, then the weight (lid 3; the storer frees it
-// once the rows are computed), then the row pages, freed after their stores have read them. So the
-// next instruction's row pages are free at once and its loads overlap this one's compute and stores.
+// elements, each padded to 128 B in lid 0, loaded and stored row by row with 1-D bulk copies
+// (generic copies when a row is not 16-byte aligned); the weight row lands in lid 1 the same way
+// (L2-resident, so the extra copy costs no HBM traffic). Warp w normalises rows w, w+8, ... in fp32
+// in place.
+// [Note: page release order] the five unused lids first, then the weight (lid 1), then lid 0.
 #pragma once
 #include "mk/itypes/elementwise.cuh"
 
@@ -16,17 +14,12 @@ template <class P>
 struct RMSNorm {
   static constexpr int num_semaphores = 2;  // loaded (bytes), computed (8 consumer warps)
   static __device__ int semaphore_count(int i) { return i == 0 ? 1 : kConsumerWarps; }
-  static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
+  static constexpr int kUsedPages = 2;
   static __device__ int lid_release_order(int q, const i32*) {
     return q < kNumPages - kUsedPages ? q + kUsedPages : kNumPages - 1 - q;
   }
 
   static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
-  // Row r of the instruction: page r / rows_per_page, at (r % rows_per_page) * rb.
-  static __device__ unsigned char* row_at(const Ctx& c, int r, int rb) {
-    const int per_page = kPageBytes / rb;
-    return c.page(r / per_page) + (r % per_page) * rb;
-  }
   // Rows can move by 1-D bulk copy: 16-byte aligned start and length.
   static __device__ bool bulk_ok(const SlotDesc& s, const i32* o, int C) {
     return (C % 8) == 0 && (s.dims[3] % 8) == 0 && (o[3] % 8) == 0 && (s.ptr % 16) == 0;
@@ -34,30 +27,27 @@ struct RMSNorm {
 
   // Copies `rows` rows of C elements (row r at src + r * row_stride) to dst + r * rb, completing on
   // `bar` (bulk) or by generic copies (the caller arrives afterwards).
-  // Copies `rows` rows of C elements (row r at src + r * row_stride) to row_at(r) (or to `dst` for the
-  // single weight row), completing on `bar` (bulk) or by generic copies (the caller arrives afterwards).
   static __device__ void copy_rows(Ctx& c, unsigned char* dst, const __nv_bfloat16* src, long long row_stride,
                                    int rows, int C, int rb, bool bulk, u64* bar) {
     if (bulk) {
       for (int r = c.lane; r < rows; r += 32)
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst ? dst : row_at(c, r, rb),
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst + r * rb,
                                  src + r * row_stride, static_cast<u32>(2 * C), bar);
     } else {
       for (int r = 0; r < rows; ++r) {
-        __nv_bfloat16* d = reinterpret_cast<__nv_bfloat16*>(dst ? dst : row_at(c, r, rb));
+        __nv_bfloat16* d = reinterpret_cast<__nv_bfloat16*>(dst + r * rb);
         for (int e = c.lane; e < C; e += 32) d[e] = src[r * row_stride + e];
       }
     }
   }
 
-  static __device__ void load(Ctx& c) {  // unused lids passed on last, as Elementwise::load
-#ifdef MK_SAFE_ORDER
+  static __device__ void load(Ctx& c) {
     if (!release_unused(c, kUsedPages)) return;
-#endif
     if (!wait_inputs(c)) return;
     bool ok = true;
-    if (c.lane == 0)  // the row pages: free at once (release order); the weight's page is waited below
-      for (int lid = 0; lid < kXPages && ok; ++lid) ok = page_wait_lane(c, lid);
+    if (c.lane == 0)
+      for (int lid = 0; lid < kUsedPages && ok; ++lid)
+        ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
     if (!warp_ok(c, ok)) return;
     const i32* idx = c.idx();
     const i32* o = idx;
@@ -81,26 +71,20 @@ struct RMSNorm {
                                       c.sem(0), bytes);
     }
     __syncwarp();
-    copy_rows(c, nullptr, xp, x.dims[3], rows, C, rb, xbulk, c.sem(0));
-    // The weight's page is the previous instruction's, free once its rows are computed.
-    ok = c.lane != 0 || page_wait_lane(c, kWeightLid);
-    if (!warp_ok(c, ok)) return;
-    if constexpr (P::has_weight) copy_rows(c, c.page(kWeightLid), wp, 0, 1, C, rb, wbulk, c.sem(0));
+    copy_rows(c, c.page(0), xp, x.dims[3], rows, C, rb, xbulk, c.sem(0));
+    if constexpr (P::has_weight) copy_rows(c, c.page(1), wp, 0, 1, C, rb, wbulk, c.sem(0));
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(0));
-#ifndef MK_SAFE_ORDER
-    release_unused(c, kUsedPages);
-#endif
   }
 
   static __device__ void compute(Ctx& c) {
     if (!wait(c, c.sem(0), 0)) return;
     const i32* idx = c.idx();
     const int rows = idx[12], C = idx[13], rb = row_bytes(C);
-    const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
+    const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(1));  // weight row (lid 1)
     const bool vec = (C % 8) == 0;
     for (int r = c.warp; r < rows; r += kConsumerWarps) {
-      __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(row_at(c, r, rb));
+      __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(c.page(0) + r * rb);
       float ss = 0.f;
       if (vec) {
 #pragma unroll 4
@@ -154,24 +138,22 @@ struct RMSNorm {
   static __device__ void store(Ctx& c) {
     if (!wait_reuse(c)) return;
     if (!wait(c, c.sem(1), 0)) return;
-#ifndef MK_SAFE_PAGES
-    if (c.lane == 0) page_finish(c, kWeightLid);  // only the consumers read the weight
-#endif
     const i32* idx = c.idx();
     const i32* o = idx + 4;
     const int rows = idx[12], C = idx[13], rb = row_bytes(C);
     const SlotDesc& y = c.slot(c.dst_slot(0));
     __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr);
+    unsigned char* page = c.page(0);
     if (bulk_ok(y, o, C)) {
       for (int r = c.lane; r < rows; r += 32)
         cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared,
-                                 dst + elem_offset(y, o[0], o[1], o[2] + r, o[3]), row_at(c, r, rb),
+                                 dst + elem_offset(y, o[0], o[1], o[2] + r, o[3]), page + r * rb,
                                  static_cast<u32>(2 * C));
       cuda::ptx::cp_async_bulk_commit_group();
       cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     } else {
       for (int r = 0; r < rows; ++r) {
-        const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(row_at(c, r, rb));
+        const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(page + r * rb);
         __nv_bfloat16* row = dst + elem_offset(y, o[0], o[1], o[2] + r, o[3]);
         for (int e = c.lane; e < C; e += 32) row[e] = src[e];
       }
@@ -179,10 +161,7 @@ struct RMSNorm {
     }
     __syncwarp();
     if (c.lane == 0)
-      for (int lid = 0; lid < kXPages; ++lid) page_finish(c, lid);
-#ifdef MK_SAFE_PAGES
-    if (c.lane == 0) page_finish(c, kWeightLid);
-#endif
+      for (int lid = 0; lid < kUsedPages; ++lid) page_finish(c, lid);
     store_done(c);
   }
 };
