@@ -14,7 +14,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from megakittens import _C, artifacts, fallback, fx_export
+from megakittens import _C, artifacts, fallback, fold, fx_export
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options
 
@@ -60,6 +60,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     """
     if options.verbose:
         _print_graph(gm, name, is_backward)
+    fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
     graph = fx_export.export_graph(gm, name, is_backward)

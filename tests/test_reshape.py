@@ -59,10 +59,19 @@ def test_view_of_a_slice_and_returned_reshape():
     assert outs[1].data_ptr() == W[2].data_ptr()  # returned views alias the caller's tensor
 
 
-def test_reshape_of_a_transposed_view_is_rejected():
-    """AOTAutograd turns it into clone (a transposing copy, no instruction type yet) + view."""
+def test_reshape_of_a_transposed_view_copies():
+    """AOTAutograd turns it into clone (a transposing Copy) + view (an alias of the copy)."""
     def f(x):
         return torch.relu(x.t().reshape(-1))
 
-    with pytest.raises(Exception, match=r"node 'clone' \(aten.clone.default\).*must keep its last two dims"):
-        megakittens.compile(f)(randn(64, 32))
+    d = _check(f, randn(64, 32))
+    assert [n.itype for n in d.program.nodes] == ["Copy(src=32)", "ElementwiseUnary(ops=relu)"]
+
+
+def test_transposed_3d_copy_then_view():
+    """A batch-dim transpose (rows along backing dim 1) copied, then viewed flat (an alias of the copy)."""
+    def f(x):
+        return torch.relu(x.transpose(0, 1).contiguous().view(-1)) * 2
+
+    d = _check(f, randn(16, 24, 8))
+    assert [n.itype for n in d.program.nodes][0] == "Copy(src=13)"

@@ -250,21 +250,28 @@ TensorMeta TensorRange::backing(const TensorMeta& producer) const {
   return m;
 }
 
-TensorRange TensorRange::reshape(const std::vector<int64_t>& shape, const std::vector<int64_t>& producer) const {
+bool TensorRange::contiguous_run(const std::vector<int64_t>& producer) const {
   TensorMeta base;
   base.shape = alias ? alias->shape : producer;
   const Coord4 b = base.padded();
   // The viewed elements are one contiguous run iff the view is straight, and after the first box
   // dim wider than 1 every dim is whole.
-  bool contiguous = is_straight();
+  if (!is_straight()) return false;
   bool wide = false;
-  for (int d = 0; d < 4 && contiguous; ++d) {
-    if (wide && (box.lo[d] != 0 || box.hi[d] != b[d])) contiguous = false;
+  for (int d = 0; d < 4; ++d) {
+    if (wide && (box.lo[d] != 0 || box.hi[d] != b[d])) return false;
     wide |= box.extent(d) > 1;
   }
-  if (!contiguous)
+  return true;
+}
+
+TensorRange TensorRange::reshape(const std::vector<int64_t>& shape, const std::vector<int64_t>& producer) const {
+  TensorMeta base;
+  base.shape = alias ? alias->shape : producer;
+  const Coord4 b = base.padded();
+  if (!contiguous_run(producer))
     fail("reshape: the view ", str(), " is not one contiguous run of its tensor ", shape_text(base.shape),
-         "; reshaping it would need a copy, which is not supported yet");
+         "; reshaping it needs a copy");
   int64_t numel = box.volume(), known = 1, infer = -1;
   std::vector<int64_t> out = shape;
   for (size_t k = 0; k < out.size(); ++k) {

@@ -97,9 +97,12 @@ struct TensorRange {
   // allowed, rank <= 4); -1 keeps a dim; a size-1 dim may grow (it becomes a broadcast dim). Throws
   // CompileError naming both shapes otherwise.
   TensorRange expand(const std::vector<int64_t>& size) const;
+  // Whether the viewed elements are one contiguous run, in view order, of the tensor the box is on
+  // (`producer`, or the alias): what a reshape needs to stay a view.
+  bool contiguous_run(const std::vector<int64_t>& producer) const;
   // A reshape to `shape` (one -1 is inferred) of this view on a producer tensor of shape `producer`.
   // The viewed elements must be one contiguous run in memory (never a broadcast view); throws
-  // CompileError otherwise.
+  // CompileError otherwise (the tracer copies such a view first, [Note: view copies]).
   TensorRange reshape(const std::vector<int64_t>& shape, const std::vector<int64_t>& producer) const;
   // The tensor the box is on: `producer` itself, or the alias (dtype and device of `producer`).
   TensorMeta backing(const TensorMeta& producer) const;

@@ -128,8 +128,8 @@ void ElementwiseUnary::validate(const NodeInfo& n) const {
   require_inputs(n, 1);
   require_outputs(n, 1);
   const Operand& x = n.inputs[0];
-  require_dtype(n, "input x", x.dtype(), DType::bf16);
-  require_dtype(n, "output", n.outputs[0].dtype, DType::bf16);
+  require_float(n, "input x", x.dtype());
+  require_float(n, "output", n.outputs[0].dtype);
   require_rank(n, "input x", x.shape(), 1, 4);
   if (x.shape() != n.outputs[0].shape)
     fail("node '", n.name, "' (", n.target, "): input x shape ", shape_str(x.shape()),
@@ -217,12 +217,12 @@ void ElementwiseBinary::validate(const NodeInfo& n) const {
   require_inputs(n, 2);
   require_outputs(n, 1);
   const auto& y = n.outputs[0];
-  require_dtype(n, "output", y.dtype, DType::bf16);
+  require_float(n, "output", y.dtype);
   const Coord4 out = y.padded();
   const char* names[2] = {"input a", "input b"};
   for (int k = 0; k < 2; ++k) {
     const Operand& x = n.inputs[k];
-    require_dtype(n, names[k], x.dtype(), DType::bf16);
+    require_float(n, names[k], x.dtype());
     require_rank(n, names[k], x.shape(), 0, 4);
     const Coord4 v = x.padded();
     bool ok = x.shape().size() <= y.shape.size();
@@ -243,6 +243,14 @@ void ElementwiseBinary::validate(const NodeInfo& n) const {
       if (m >> d & 1) eff.range.view_shape[d - pad] = 1, eff.range.bcast[d] = false;
     require_tile_view(n, names[k], eff);
   }
+}
+
+bool ElementwiseBinary::reads_view(int, const TensorRange& v, const Coord4&) const {
+  TensorRange eff = v;  // a broadcast dim reads one element: its layout does not matter
+  const int pad = 4 - static_cast<int>(v.view_shape.size());
+  for (int d = pad; d < 4; ++d)
+    if (v.bcast[d]) eff.view_shape[d - pad] = 1, eff.bcast[d] = false;
+  return tile_view(eff);
 }
 
 int64_t ElementwiseBinary::num_instructions(const NodeInfo& n) const {

@@ -55,6 +55,7 @@ class ElementwiseUnary final : public IType {
   const std::vector<UnaryStep>& steps() const { return steps_; }
   bool has_constants() const;  // any scalar step
   void validate(const NodeInfo&) const override;
+  bool reads_view(int, const TensorRange& v, const Coord4&) const override { return tile_view(v); }
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   void execute(const Instruction&, ExecContext&) const override;
@@ -88,6 +89,8 @@ class ElementwiseBinary final : public IType {
   // Throws CompileError naming both shapes when they do not broadcast.
   static Broadcast broadcast_for(const TensorRange& a, const TensorRange& b, Coord4* out_padded = nullptr);
   void validate(const NodeInfo&) const override;
+  // Tile views whose broadcast dims (folded expands) may run anywhere.
+  bool reads_view(int k, const TensorRange& v, const Coord4&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   std::optional<int> inplace_input(int output) const override;

@@ -74,6 +74,13 @@ Gemm::Flags Gemm::flags_for(const std::vector<TensorRange>& in) {
   return f;
 }
 
+bool Gemm::reads_view(int k, const TensorRange& r, const Coord4&) const {
+  const Coord4 v = r.view_padded();
+  for (int d = 0; d < 2; ++d)
+    if (v[d] > 1 && r.view_dim[d] != d) return false;
+  return !r.has_broadcast() && (tile_view(r) || (k < 2 && is_transposed(r)));
+}
+
 namespace {
 
 // How a Gemm operand's view must sit on its backing: batch dims straight, the last two dims straight

@@ -26,6 +26,8 @@ class Gemm final : public IType {
   // Comma-joined "ta", "tb", "bias_row" | "bias_full"; "" for plain A @ B.
   std::string params() const override;
   void validate(const NodeInfo&) const override;
+  // Batch dims straight, the last two straight or (A, B) swapped; no broadcast (require_gemm_view).
+  bool reads_view(int k, const TensorRange& v, const Coord4&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   void execute(const Instruction&, ExecContext&) const override;

@@ -40,6 +40,21 @@ void require_dtype(const NodeInfo& n, const char* what, DType got, DType want) {
     fail("node '", n.name, "' (", n.target, "): ", what, " must be ", dtype_name(want), ", got ", dtype_name(got));
 }
 
+bool is_float(DType d) { return d == DType::bf16 || d == DType::f16 || d == DType::f32; }
+
+void require_float(const NodeInfo& n, const char* what, DType got) {
+  if (!is_float(got))
+    fail("node '", n.name, "' (", n.target, "): ", what, " must be a floating-point tensor (bfloat16, float16, ",
+         "float32), got ", dtype_name(got));
+}
+
+bool tile_view(const TensorRange& r) {
+  const Coord4 v = r.view_padded();
+  for (int k = 2; k < 4; ++k)
+    if (v[k] > 1 && r.view_dim[k] != k) return false;
+  return !r.has_broadcast();
+}
+
 void require_inputs(const NodeInfo& n, size_t k) {
   if (n.inputs.size() != k)
     fail("node '", n.name, "' (", n.target, "): expects ", k, " tensor inputs, got ", n.inputs.size());

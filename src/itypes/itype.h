@@ -63,6 +63,13 @@ class IType {
   virtual int lid_release_order(int query, const Profile&) const { return query; }
   // The input an output aliases (written in place), if any.
   virtual std::optional<int> inplace_input(int output) const { return std::nullopt; }
+  // [Note: view copies] Whether this IType reads input `k` through `view` (on a backing tensor of
+  // padded shape `backing`) directly. When not, the tracer inserts a Copy node that materialises the
+  // view as a fresh contiguous tensor. Default: only whole tensors; ITypes that address tiles through
+  // origins override it (tile_view()).
+  virtual bool reads_view(int k, const TensorRange& view, const Coord4& backing) const {
+    return view.is_full(backing);
+  }
   // CPU reference semantics of one packed instruction (defined in reference/itypes/).
   virtual void execute(const Instruction&, ExecContext&) const = 0;
 
@@ -91,6 +98,12 @@ void require_outputs(const NodeInfo&, size_t n);
 void push_origin(std::vector<int32_t>& indices, const Coord4& origin);
 void require_rank(const NodeInfo&, const char* what, const std::vector<int64_t>& shape, int lo, int hi);
 void require_dtype(const NodeInfo&, const char* what, DType got, DType want);
+// A floating-point dtype (bfloat16, float16, float32): what the fp32 reference math loads and stores.
+bool is_float(DType);
+void require_float(const NodeInfo&, const char* what, DType got);
+// The view rule of require_tile_view, and no broadcast dims: what reads_view() of the tile-addressed
+// ITypes accepts.
+bool tile_view(const TensorRange&);
 void require_inputs(const NodeInfo&, size_t n);
 int64_t ceil_div(int64_t a, int64_t b);
 

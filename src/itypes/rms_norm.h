@@ -16,6 +16,7 @@ class RMSNorm final : public IType {
   // to 128 bytes; as many pages (up to profile.rms_norm_pages) as keep every SM busy.
   static int64_t rows_per_instruction(int64_t cols, int64_t total_rows, const Profile&);
   void validate(const NodeInfo&) const override;
+  bool reads_view(int, const TensorRange& v, const Coord4&) const override { return tile_view(v); }
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   void execute(const Instruction&, ExecContext&) const override;

@@ -114,6 +114,14 @@ int num_xmaps(const Program& p) {
 }
 
 std::string generate_source(const Program& p) {
+  // The device bodies are bf16-only: a node with any other slot dtype (fp32 elementwise, int64 ids)
+  // has no GPU body yet, so the graph falls back.
+  for (const auto& n : p.nodes)
+    for (const auto* slots : {&n.src_slots, &n.dst_slots})
+      for (int s : *slots)
+        if (p.slots[s].dtype != DType::bf16)
+          throw GpuError("megakittens: IType " + n.itype->str() + " has no GPU body yet for " +
+                         dtype_name(p.slots[s].dtype) + " tensors (node '" + n.name + "')");
   std::string params, cases;
   for (size_t i = 0; i < p.icodes.size(); ++i) {
     const std::string t = device_type(*p.icodes[i], static_cast<int>(i), p.profile, params);

@@ -86,13 +86,17 @@ struct Matcher {
     if (!eps || !call(mean, "aten.mean.dim") || mean->args.size() != 3 || !mean->kwargs.empty() ||
         uses[add->args[0].i] != 1)
       return false;
-    const FxNode* pow = node(mean->args[0]);
-    if (!call(pow, "aten.pow.Tensor_Scalar") || pow->args.size() != 2 || number(pow->args[1]) != 2.0 ||
-        uses[mean->args[0].i] != 1)
+    // The square: pow(h, 2) (HF), or h * h (gpt-fast), which refers to h twice.
+    const FxNode* sq = node(mean->args[0]);
+    if (!sq || uses[mean->args[0].i] != 1 || sq->args.size() != 2 || !sq->kwargs.empty() || !sq->args[0].is_node())
       return false;
-    const int h = pow->args[0].is_node() ? static_cast<int>(pow->args[0].i) : -1;
-    const FxNode* hn = h >= 0 ? &g.nodes[h] : nullptr;
-    if (cast_dtype(hn) != "float32" || uses[h] != 2) return false;
+    const int h = static_cast<int>(sq->args[0].i);
+    int h_uses = 0;  // references to h: the square's, and h * rsqrt
+    if (call(sq, "aten.pow.Tensor_Scalar") && number(sq->args[1]) == 2.0) h_uses = 2;
+    else if (call(sq, "aten.mul.Tensor") && sq->args[1].is_node() && sq->args[1].i == h) h_uses = 3;
+    else return false;
+    const FxNode* hn = &g.nodes[h];
+    if (cast_dtype(hn) != "float32" || uses[h] != h_uses) return false;
     const FxNode* x = node(hn->args[0]);
     const FxTensor* xm = meta(x);
     const FxTensor* hm = meta(hn);

@@ -8,7 +8,7 @@
 namespace mk {
 
 // Rewrites, in place, each match of
-//   h = _to_copy(x, dtype=float32); v = mean.dim(pow.Tensor_Scalar(h, 2), [-1], keepdim=True)
+//   h = _to_copy(x, dtype=float32); v = mean.dim(pow.Tensor_Scalar(h, 2) | mul(h, h), [-1], keepdim=True)
 //   m = mul(h, rsqrt(add(v, eps)))
 // followed by   y = mul(w, _to_copy(m, dtype=x.dtype))      (LlamaRMSNorm)
 //          or   y = _to_copy(mul(m, w), dtype=x.dtype)      (F.rms_norm)

@@ -7,9 +7,13 @@
 #include <map>
 
 #include "itypes/attention.h"
+#include "itypes/cat.h"
+#include "itypes/copy.h"
 #include "itypes/elementwise.h"
+#include "itypes/embedding.h"
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
+#include "itypes/row_reduce.h"
 #include "trace/op_call.h"
 
 namespace mk {
@@ -187,6 +191,76 @@ Resolution sdpa(const OpCall& c, const char* mask) {
           {&q, &c.tensor("key"), &c.tensor("value")}};
 }
 
+// ---- data movement: copies and casts, embedding, cat, row reductions (docs/itypes.md) ----
+
+std::string out_dtype(const OpCall& c) {
+  const auto& outs = c.node().outputs;
+  if (outs.size() != 1 || !outs[0]) c.fail("expects one tensor output");
+  return outs[0]->dtype;
+}
+
+// clone / _to_copy: a tile view kept in its dtype is ElementwiseUnary identity (it has a GPU body);
+// any other view (permuted, broadcast) or a dtype change is a Copy.
+Resolution copy(const OpCall& c) {
+  const FxArg& x = c.tensor("self");
+  const bool same_dtype = c.meta(x).dtype == out_dtype(c);
+  if (!c.is_none("memory_format")) {
+    const std::string f = c.str("memory_format");
+    if (f != "torch.contiguous_format" && f != "torch.preserve_format")
+      c.fail("only contiguous copies are supported, got memory_format=", f);
+  }
+  Resolution r{std::make_shared<Copy>(), c.target(), {&x}};
+  r.bind = [same_dtype](const std::vector<TensorRange>& v) -> ITypePtr {
+    if (same_dtype && tile_view(v.at(0))) return std::make_shared<ElementwiseUnary>(std::vector<std::string>{"identity"});
+    return std::make_shared<Copy>(Copy::src_for(v.at(0)));
+  };
+  return r;
+}
+
+// _to_copy(x, dtype=, layout=, device=, ...): a dtype cast on the same device.
+Resolution to_copy(const OpCall& c) {
+  if (!c.is_none("layout") && c.str("layout") != "torch.strided")
+    c.fail("only strided tensors are supported, got layout=", c.get("layout")->str());
+  if (!c.is_none("pin_memory") && c.flag("pin_memory")) c.fail("pin_memory=True is not supported");
+  if (!c.is_none("non_blocking")) c.flag("non_blocking");  // type check: a same-device copy is synchronous anyway
+  const FxTensor& in = c.meta(c.tensor("self"));
+  const auto& outs = c.node().outputs;
+  if (outs.size() == 1 && outs[0] && outs[0]->device != in.device)
+    c.fail("copies between devices are not supported (", in.device, " -> ", outs[0]->device, ")");
+  return copy(c);
+}
+
+Resolution cat(const OpCall& c) {
+  const FxArg* list = c.get("tensors");
+  if (!list || list->kind != FxArg::Kind::List || list->items.empty())
+    c.fail("argument 'tensors' must be a non-empty list of tensors, got ", list ? list->str() : "nothing");
+  const auto& outs = c.node().outputs;
+  if (outs.size() != 1 || !outs[0]) c.fail("expects one tensor output");
+  const int64_t rank = static_cast<int64_t>(outs[0]->shape.size());
+  int64_t dim = c.i64("dim", 0);
+  if (dim < -rank || dim >= rank) c.fail("dim ", dim, " is out of range for the rank-", rank, " output");
+  if (dim < 0) dim += rank;
+  Resolution r{std::make_shared<Cat>(static_cast<int>(4 - rank + dim)), c.target(), {}};
+  for (const FxArg& t : list->items) {
+    if (!t.is_node()) c.fail("argument 'tensors' must hold tensors only, got ", t.str());
+    r.inputs.push_back(&t);
+  }
+  return r;
+}
+
+// sum / mean over the last dim only (what RMSNorm-like patterns need); dtype= casts the result.
+Resolution row_reduce(const OpCall& c, const char* op) {
+  const FxArg& x = c.tensor("self");
+  const int64_t rank = static_cast<int64_t>(c.meta(x).shape.size());
+  const std::vector<int64_t> dims = c.is_none("dim") ? std::vector<int64_t>{} : c.ints("dim");
+  const bool last = dims.size() == 1 && (dims[0] == -1 || dims[0] == rank - 1);
+  const bool all_of_1d = rank == 1 && dims.empty();
+  if (rank == 0 || (!last && !all_of_1d))
+    c.fail(op, " is supported over the last dim only (dim=[-1]), got dim=", c.is_none("dim") ? "None" : c.get("dim")->str(),
+           " on a rank-", rank, " tensor");
+  return {std::make_shared<RowReduce>(op, c.flag("keepdim", false)), c.target(), {&x}};
+}
+
 std::vector<std::string> split_ops(const OpCall& c, const std::string& s) {
   if (s.find_first_not_of(' ') == std::string::npos) c.fail("ops must name at least one op, got ops='", s, "'");
   const std::vector<std::string> ops = split_trimmed(s, ',');
@@ -226,15 +300,17 @@ const std::map<std::string, Entry>& registry() {
       {"aten.gelu.default", {"self, *, approximate", gelu}},
       {"aten.maximum.default", {"self, other", [](const OpCall& c) { return binary(c, "maximum"); }}},
       {"aten.minimum.default", {"self, other", [](const OpCall& c) { return binary(c, "minimum"); }}},
-      {"aten.clone.default", {"self, *, memory_format",
-                              [](const OpCall& c) {
-                                if (!c.is_none("memory_format")) {
-                                  const std::string f = c.str("memory_format");
-                                  if (f != "torch.contiguous_format" && f != "torch.preserve_format")
-                                    c.fail("only contiguous clones are supported, got memory_format=", f);
-                                }
-                                return unary(c, "identity");
-                              }}},
+      {"aten.clone.default", {"self, *, memory_format", copy}},
+      {"aten._to_copy.default", {"self, *, dtype, layout, device, pin_memory, non_blocking, memory_format", to_copy}},
+      // padding_idx, scale_grad_by_freq and sparse only change the gradient.
+      {"aten.embedding.default",
+       {"weight, indices, padding_idx, scale_grad_by_freq, sparse",
+        [](const OpCall& c) -> Resolution {
+          return {std::make_shared<Embedding>(), c.target(), {&c.tensor("weight"), &c.tensor("indices")}};
+        }}},
+      {"aten.cat.default", {"tensors, dim", cat}},
+      {"aten.mean.dim", {"self, dim, keepdim, *, dtype", [](const OpCall& c) { return row_reduce(c, "mean"); }}},
+      {"aten.sum.dim_IntList", {"self, dim, keepdim, *, dtype", [](const OpCall& c) { return row_reduce(c, "sum"); }}},
       UNARY(relu), UNARY(abs), UNARY(exp), UNARY(exp2), UNARY(log), UNARY(log2), UNARY(neg), UNARY(sqrt),
       UNARY(rsqrt), UNARY(silu), UNARY(sigmoid), UNARY(tanh), UNARY(cos), UNARY(sin), UNARY(reciprocal),
       UNARY(square),

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "itypes/copy.h"
+#include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_rms_norm.h"
 #include "trace/op_call.h"
 #include "trace/resolvers.h"
@@ -174,11 +176,14 @@ class Tracer {
       node.outputs.push_back(to_meta(*n.outputs[o], who));
     }
     for (const FxArg* a : r.inputs) node.inputs.push_back(edge(*a, who, false));
-    // [Note: broadcast views] only ElementwiseBinary reads a broadcast (expanded) view.
-    for (size_t k = 0; k < node.inputs.size(); ++k)
-      if (node.inputs[k].range.has_broadcast() && node.itype->name() != "ElementwiseBinary")
-        fail(who, ": input ", k, " is a broadcast view (expand) ", node.inputs[k].range.str(),
-             "; only elementwise binary ops (add, sub, mul, div, maximum, minimum) read broadcast views");
+    // [Note: view copies] a view the IType cannot read (a transpose for an elementwise op, a broadcast
+    // for anything but a binary op, a slice for Attention) is copied into a fresh tensor first.
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const Edge& e = node.inputs[k];
+      const TensorMeta backing = e.range.backing(dag_.nodes[e.node].outputs[e.output]);
+      if (!node.itype->reads_view(static_cast<int>(k), e.range, backing.padded()))
+        node.inputs[k] = materialize(e, n.name + "_in" + std::to_string(k));
+    }
     if (r.bind) {
       std::vector<TensorRange> views;
       for (const Edge& e : node.inputs) views.push_back(e.range);
@@ -213,9 +218,37 @@ class Tracer {
     push(std::move(node), fx);
   }
 
+  // [Note: view copies] A Copy node that materialises the view of edge `e` as a fresh contiguous
+  // tensor, and the edge that reads it whole. One per distinct (producer, output, view): consumers of
+  // the same view share it. `name` names the node ("<consumer>_in<k>_copy", "<view node>_copy").
+  Edge materialize(const Edge& e, const std::string& name) {
+    int id = -1;
+    for (const auto& [from, node] : copies_)
+      if (from.node == e.node && from.output == e.output && from.range == e.range) id = node;
+    if (id < 0) {
+      Node node;
+      node.kind = Node::Kind::Compute;
+      node.name = name + "_copy";
+      node.target = "megakittens.copy";
+      node.itype = std::make_shared<Copy>(Copy::src_for(e.range));
+      TensorMeta meta = dag_.nodes[e.node].outputs[e.output];
+      meta.shape = e.range.view_shape;
+      node.outputs.push_back(meta);
+      node.inputs.push_back(e);
+      node.id = static_cast<int>(dag_.nodes.size());
+      dag_.nodes.push_back(std::move(node));
+      id = dag_.nodes.back().id;
+      copies_.emplace_back(e, id);
+    }
+    Edge out;
+    out.node = id;
+    out.range = TensorRange::full(dag_.nodes[id].outputs[0].shape);
+    return out;
+  }
+
   // The edge for tensor argument `arg`: walk back through select/slice and getitem to the producing
   // DAG node, then replay the views forwards on its output.
-  Edge edge(const FxArg& arg, const std::string& who, bool to_output) const {
+  Edge edge(const FxArg& arg, const std::string& who, bool to_output) {
     std::vector<const FxNode*> views;  // consumer first
     const FxNode* picker = nullptr;    // the getitem that chose an output of a multi-output node
     int cur = static_cast<int>(arg.i);
@@ -255,8 +288,19 @@ class Tracer {
     e.node = dag_id_[cur];
     e.output = map[out];
     e.range = TensorRange::full(dag_.nodes[e.node].outputs[e.output].shape);
-    const std::vector<int64_t>& producer = dag_.nodes[e.node].outputs[e.output].shape;
-    for (size_t k = views.size(); k-- > 0;) e.range = apply_view(*views[k], e.range, producer);
+    std::vector<int64_t> producer = dag_.nodes[e.node].outputs[e.output].shape;
+    for (size_t k = views.size(); k-- > 0;) {
+      // [Note: view copies] a reshape of a view that is not one contiguous run (a transpose, a column
+      // slice) reshapes a copy of it instead.
+      const FxNode& v = *views[k];
+      const bool reshapes = is_reshape(v.target) && v.outputs.size() == 1 && v.outputs[0] &&
+                            v.outputs[0]->shape != e.range.view_shape;
+      if (reshapes && !e.range.contiguous_run(producer)) {
+        e = materialize(e, views[k]->name);
+        producer = e.range.view_shape;
+      }
+      e.range = apply_view(*views[k], e.range, producer);
+    }
     // A view in front of the output stays on the edge: the dispatcher returns that view of the slot
     // (zero-copy, aliasing like eager), e.g. a transposed weight AOTAutograd saves for backward.
     return e;
@@ -335,17 +379,33 @@ class Tracer {
     }
   }
 
+  // The view ops fold_view turns into TensorRange::reshape (when the shape changes).
+  static bool is_reshape(const std::string& t) {
+    return t == "aten.view.default" || t == "aten._unsafe_view.default" || t == "aten.unsqueeze.default" ||
+           t == "aten.squeeze.dim" || t == "aten.squeeze.dims" || t == "aten.squeeze.default";
+  }
+
   const FxGraph& g_;
   DAG dag_;
+  std::vector<std::pair<Edge, int>> copies_;  // materialised views -> their Copy node
   std::vector<int> dag_id_;                 // per FX node: its DAG node, -1 if none
   std::vector<std::vector<int>> out_map_;  // per FX node: FX output -> DAG output, -1 if dropped
 };
 
 }  // namespace
 
-std::vector<SupportIssue> support_report(const FxGraph& g) {
+namespace {
+// The FX-level fusions, run before op resolution (their intermediates are left dead).
+FxGraph fused_graph(const FxGraph& g) {
   FxGraph fused = g;
   fuse_decomposed_rms_norm(fused);
+  fuse_repeat_kv(fused);
+  return fused;
+}
+}  // namespace
+
+std::vector<SupportIssue> support_report(const FxGraph& g) {
+  const FxGraph fused = fused_graph(g);
   // Only nodes the output depends on (the fusion leaves its intermediates dead).
   std::vector<bool> live(fused.nodes.size(), false);
   for (size_t k = fused.nodes.size(); k-- > 0;)
@@ -383,8 +443,7 @@ std::vector<bool> live_from_output(const FxGraph& g) {
 }
 
 DAG trace(const FxGraph& g) {
-  FxGraph fused = g;
-  fuse_decomposed_rms_norm(fused);
+  const FxGraph fused = fused_graph(g);
   return Tracer(fused).run();
 }
 

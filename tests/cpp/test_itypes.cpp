@@ -313,10 +313,10 @@ TEST(ElementwiseIType, ValidateNamesNodeAndValue) {
     ElementwiseBinary("add").validate(node({whole({4, 8}), whole({3, 8})}, {bf16({4, 8})}, p));
   });
   EXPECT_NE(bad.find("input b shape [3, 8] does not broadcast to the output shape [4, 8]"), std::string::npos) << bad;
-  Operand f32 = whole({4, 8});
-  f32.backing.dtype = DType::f32;
-  const std::string dt = error_of([&] { ElementwiseUnary({"relu"}).validate(node({f32}, {bf16({4, 8})}, p)); });
-  EXPECT_NE(dt.find("float32"), std::string::npos) << dt;
+  Operand i64 = whole({4, 8});
+  i64.backing.dtype = DType::i64;
+  const std::string dt = error_of([&] { ElementwiseUnary({"relu"}).validate(node({i64}, {bf16({4, 8})}, p)); });
+  EXPECT_NE(dt.find("must be a floating-point tensor (bfloat16, float16, float32), got int64"), std::string::npos) << dt;
   EXPECT_NE(dt.find("megakittens.test.default"), std::string::npos) << dt;
   const std::string rk = error_of(
       [&] { ElementwiseUnary({"relu"}).validate(node({whole({2, 2, 2, 2, 2})}, {bf16({2, 2, 2, 2, 2})}, p)); });

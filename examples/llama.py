@@ -1,0 +1,229 @@
+"""A self-contained gpt-fast-style Llama (token embedding, RMSNorm, rotate-half RoPE with precomputed
+cos/sin, GQA attention through SDPA, SwiGLU MLP, final norm + lm_head), compiled whole with megakittens
+and checked against eager.
+
+    python examples/llama.py [--config tiny|1b|8b] [--layers N] [--seq S] [--batch B] [--verbose]
+
+Random bf16 weights. Runs on CUDA tensors when a GPU is present, else on CPU tensors (the reference
+interpreter). Prints the relative Frobenius error of the final hidden state, the argmax agreement of the
+logits and the timings; exits 1 when the error exceeds 2e-2, the agreement is below 99% or a NaN shows.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HIDDEN_TOL, ARGMAX_MIN = 2e-2, 0.99
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    dim: int
+    n_layer: int
+    n_head: int
+    n_local_heads: int  # KV heads (GQA)
+    intermediate_size: int
+    vocab_size: int
+    seq: int             # default sequence length of the CLI run
+    norm_eps: float = 1e-5
+    rope_base: float = 500000.0
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.n_head
+
+
+CONFIGS = {
+    "tiny": ModelArgs(dim=256, n_layer=2, n_head=4, n_local_heads=2, intermediate_size=512, vocab_size=512, seq=64),
+    # Llama-3.2-1B shapes.
+    "1b": ModelArgs(dim=2048, n_layer=16, n_head=32, n_local_heads=8, intermediate_size=8192, vocab_size=128256,
+                    seq=1024),
+    # Llama-3-8B shapes (run with --layers 4).
+    "8b": ModelArgs(dim=4096, n_layer=32, n_head=32, n_local_heads=8, intermediate_size=14336, vocab_size=128256,
+                    seq=2048),
+}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(torch.mean(h * h, dim=-1, keepdim=True) + self.eps)
+        return h.type_as(x) * self.weight
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary_emb(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x (B, S, H, D); cos, sin (S, D) fp32. Rotated in fp32, returned in x's dtype."""
+    xf = x.float()
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    return (xf * cos + rotate_half(xf) * sin).type_as(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.n_head, self.n_local_heads, self.head_dim = a.n_head, a.n_local_heads, a.head_dim
+        self.wq = nn.Linear(a.dim, a.n_head * a.head_dim, bias=False)
+        self.wk = nn.Linear(a.dim, a.n_local_heads * a.head_dim, bias=False)
+        self.wv = nn.Linear(a.dim, a.n_local_heads * a.head_dim, bias=False)
+        self.wo = nn.Linear(a.n_head * a.head_dim, a.dim, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        bsz, seqlen, dim = x.shape
+        q = self.wq(x).view(bsz, seqlen, self.n_head, self.head_dim)
+        k = self.wk(x).view(bsz, seqlen, self.n_local_heads, self.head_dim)
+        v = self.wv(x).view(bsz, seqlen, self.n_local_heads, self.head_dim)
+        q, k = apply_rotary_emb(q, cos, sin), apply_rotary_emb(k, cos, sin)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        rep = self.n_head // self.n_local_heads
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(bsz, seqlen, dim)
+        return self.wo(y)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.w1 = nn.Linear(a.dim, a.intermediate_size, bias=False)
+        self.w3 = nn.Linear(a.dim, a.intermediate_size, bias=False)
+        self.w2 = nn.Linear(a.intermediate_size, a.dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, a: ModelArgs):
+        super().__init__()
+        self.attention = Attention(a)
+        self.feed_forward = FeedForward(a)
+        self.attention_norm = RMSNorm(a.dim, a.norm_eps)
+        self.ffn_norm = RMSNorm(a.dim, a.norm_eps)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        h = x + self.attention(self.attention_norm(x), cos, sin)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class Transformer(nn.Module):
+    """forward(idx (B, S) int64) -> (final normed hidden state (B, S, dim), logits (B, S, vocab))."""
+
+    def __init__(self, a: ModelArgs, max_seq: int):
+        super().__init__()
+        self.args = a
+        self.tok_embeddings = nn.Embedding(a.vocab_size, a.dim)
+        self.layers = nn.ModuleList(TransformerBlock(a) for _ in range(a.n_layer))
+        self.norm = RMSNorm(a.dim, a.norm_eps)
+        self.output = nn.Linear(a.dim, a.vocab_size, bias=False)
+        inv_freq = 1.0 / (a.rope_base ** (torch.arange(0, a.head_dim, 2, dtype=torch.float32) / a.head_dim))
+        freqs = torch.outer(torch.arange(max_seq, dtype=torch.float32), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos(), persistent=False)  # (max_seq, head_dim) fp32
+        self.register_buffer("sin", emb.sin(), persistent=False)
+
+    def forward(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        seqlen = idx.shape[1]
+        cos, sin = self.cos[:seqlen], self.sin[:seqlen]
+        x = self.tok_embeddings(idx)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        h = self.norm(x)
+        return h, self.output(h)
+
+
+def build(a: ModelArgs, max_seq: int, device: str) -> Transformer:
+    """Random weights (std 0.02, norms around 1), bf16, eval mode, no grad."""
+    with torch.device(device):
+        model = Transformer(a, max_seq)
+    for name, p in model.named_parameters():
+        if name.endswith("norm.weight"):
+            nn.init.normal_(p, mean=1.0, std=0.1)
+        else:
+            nn.init.normal_(p, std=0.02)
+    model.cos, model.sin = model.cos.to(device), model.sin.to(device)
+    return model.to(torch.bfloat16).requires_grad_(False).eval() if False else _bf16(model)
+
+
+def _bf16(model: Transformer) -> Transformer:
+    # Weights in bf16; the cos/sin tables stay fp32 (RoPE is computed in fp32).
+    for m in model.modules():
+        for name, p in list(m.named_parameters(recurse=False)):
+            setattr(m, name, nn.Parameter(p.detach().to(torch.bfloat16), requires_grad=False))
+    return model.eval()
+
+
+def compare(h: torch.Tensor, logits: torch.Tensor, h_ref: torch.Tensor, logits_ref: torch.Tensor) -> tuple:
+    """(relative Frobenius error of h, fraction of positions whose logits argmax agrees)."""
+    hf, rf = h.float(), h_ref.float()
+    err = ((hf - rf).norm() / rf.norm()).item() if torch.isfinite(hf).all() else math.inf
+    agree = (logits.argmax(-1) == logits_ref.argmax(-1)).float().mean().item()
+    return err, agree
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", choices=sorted(CONFIGS), default="tiny")
+    p.add_argument("--layers", type=int, default=None, help="override the number of layers")
+    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the config's)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="print megakittens' support report only")
+    a = p.parse_args()
+
+    import megakittens
+
+    args = CONFIGS[a.config]
+    if a.layers is not None:
+        args = replace(args, n_layer=a.layers)
+    seq = a.seq or args.seq
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(0)
+    model = build(args, seq, device)
+    idx = torch.randint(0, args.vocab_size, (a.batch, seq), device=device)
+
+    fn = megakittens.compile(model, verbose=a.verbose, dry_run=a.dry_run)
+    t0 = time.perf_counter()
+    h, logits = fn(idx)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    h, logits = fn(idx)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    second = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    h_ref, logits_ref = model(idx)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    eager = time.perf_counter() - t0
+
+    err, agree = compare(h, logits, h_ref, logits_ref)
+    ok = err <= HIDDEN_TOL and agree >= ARGMAX_MIN
+    print(f"llama {a.config}: {args.n_layer} layers, dim {args.dim}, heads {args.n_head}/{args.n_local_heads}, "
+          f"vocab {args.vocab_size}, batch {a.batch}, seq {seq} on {device}")
+    print(f"first call {first:.2f} s (compile + run), second call {second * 1e3:.1f} ms, eager {eager * 1e3:.1f} ms")
+    print(f"hidden state relative error {err:.3e}, logits argmax agreement {agree * 100:.2f}% "
+          f"({'ok' if ok else f'FAIL: limits {HIDDEN_TOL} and {ARGMAX_MIN * 100:.0f}%'})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

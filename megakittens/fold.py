@@ -1,0 +1,124 @@
+"""FX passes that need tensor values, run on the aten graph before it is handed to the C++ core.
+
+``fold_constants(gm)``: every node that depends on no graph input (``arange``-built position ids, the
+causal masks Hugging Face builds from them, ``scalar_tensor``...) is evaluated once at compile time;
+an SDPA whose ``attn_mask`` evaluates to the causal mask becomes ``is_causal=True`` without a mask (the
+Attention instruction type has no masks), and every other folded tensor that a remaining node reads
+becomes a ``get_attr`` constant of ``gm``, which the tracer treats as a graph input.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+_SDPA = {
+    "aten.scaled_dot_product_attention.default",
+    "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    "aten._scaled_dot_product_efficient_attention.default",
+    "aten._scaled_dot_product_cudnn_attention.default",
+}
+_MASK_ARGS = ("attn_mask", "attn_bias")
+
+
+def _foldable(node: torch.fx.Node) -> bool:
+    """An aten op without side effects or randomness."""
+    t = node.target
+    if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
+        return False
+    if t._schema.is_mutable or torch.Tag.nondeterministic_seeded in t.tags:
+        return False
+    return True
+
+
+def _constant_nodes(gm: torch.fx.GraphModule) -> dict:
+    """Values of the nodes that depend on no placeholder and no get_attr (evaluated, in order)."""
+    env: dict = {}
+    for node in gm.graph.nodes:
+        if not _foldable(node) or not all(a in env for a in node.all_input_nodes):
+            continue
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda a: env[a])
+        env[node] = node.target(*args, **kwargs)
+    return env
+
+
+def _bound_args(node: torch.fx.Node) -> dict:
+    """name -> value of every argument passed to an OpOverload call."""
+    schema = node.target._schema
+    out = dict(node.kwargs)
+    for arg, value in zip(schema.arguments, node.args):
+        out[arg.name] = value
+    return out
+
+
+def is_causal_mask(mask: torch.Tensor, sq: int, sk: int) -> bool:
+    """Whether ``mask`` (bool: True = attend; float: 0 = attend, -inf = masked) is SDPA's is_causal mask
+    (top-left aligned: key j is masked for query i when j > i) on every batch and head."""
+    if mask.dim() < 2 or tuple(mask.shape[-2:]) != (sq, sk):
+        return False
+    keep = torch.ones(sq, sk, dtype=torch.bool, device=mask.device).tril()
+    if mask.dtype == torch.bool:
+        return bool((mask == keep).all())
+    if not mask.dtype.is_floating_point:
+        return False
+    return bool(((mask == 0) == keep).all()) and bool((mask[..., ~keep] == float("-inf")).all())
+
+
+def _drop_causal_masks(gm: torch.fx.GraphModule, env: dict) -> int:
+    """SDPA nodes whose constant attn_mask is the causal mask: drop the mask, set is_causal=True."""
+    count = 0
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or str(node.target) not in _SDPA:
+            continue
+        bound = _bound_args(node)
+        name = next((k for k in _MASK_ARGS if bound.get(k) is not None), None)
+        mask = bound.get(name) if name else None
+        q, k = bound.get("query"), bound.get("key")
+        if not isinstance(mask, torch.fx.Node) or mask not in env or bound.get("is_causal"):
+            continue
+        qv, kv = (n.meta.get("val") for n in (q, k))
+        if qv is None or kv is None or not is_causal_mask(env[mask], qv.shape[-2], kv.shape[-2]):
+            continue
+        names = [a.name for a in node.target._schema.arguments]
+        args, kwargs = list(node.args), dict(node.kwargs)
+        for key, value in ((name, None), ("is_causal", True)):
+            pos = names.index(key)
+            if pos < len(args):
+                args[pos] = value
+            else:
+                kwargs[key] = value
+        node.args, node.kwargs = tuple(args), kwargs
+        count += 1
+    return count
+
+
+def fold_constants(gm: torch.fx.GraphModule) -> int:
+    """Fold the input-independent nodes of ``gm`` in place (see the module doc); returns how many folded
+    tensors became constants."""
+    with unset_fake_temporarily():
+        env = _constant_nodes(gm)
+        if not env:
+            return 0
+        _drop_causal_masks(gm, env)
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node not in env or not isinstance(env[node], torch.Tensor):
+            continue
+        users = [u for u in node.users if u not in env]
+        if not users:
+            continue
+        name = f"_mk_const_{count}"
+        while hasattr(gm, name):
+            name += "_"
+        value = env[node].contiguous()
+        gm.register_buffer(name, value, persistent=False)
+        with gm.graph.inserting_before(node):
+            const = gm.graph.get_attr(name)
+        const.meta["val"] = value
+        for u in users:
+            u.replace_input_with(node, const)
+        count += 1
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return count
+
