@@ -6,7 +6,8 @@ and checked against eager.
 
 Random bf16 weights. Runs on CUDA tensors when a GPU is present, else on CPU tensors (the reference
 interpreter). Prints the relative Frobenius error of the final hidden state, the argmax agreement of the
-logits and the timings; exits 1 when the error exceeds 2e-2, the agreement is below 99% or a NaN shows.
+logits (all positions, and those whose top two logits are no tie at bf16 precision) and the timings;
+exits 1 when the error exceeds 2e-2, the agreement on untied positions is below 99% or a NaN shows.
 """
 from __future__ import annotations
 
@@ -149,32 +150,38 @@ class Transformer(nn.Module):
 
 
 def build(a: ModelArgs, max_seq: int, device: str) -> Transformer:
-    """Random weights (std 0.02, norms around 1), bf16, eval mode, no grad."""
+    """Random weights (std 0.02, norm weights around 1) in bf16, inference only; the cos/sin tables
+    stay fp32 (RoPE is computed in fp32)."""
     with torch.device(device):
         model = Transformer(a, max_seq)
-    for name, p in model.named_parameters():
-        if name.endswith("norm.weight"):
-            nn.init.normal_(p, mean=1.0, std=0.1)
-        else:
-            nn.init.normal_(p, std=0.02)
-    model.cos, model.sin = model.cos.to(device), model.sin.to(device)
-    return model.to(torch.bfloat16).requires_grad_(False).eval() if False else _bf16(model)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                nn.init.normal_(p, mean=1.0, std=0.1)
+            else:
+                nn.init.normal_(p, std=0.02)
+            p.data = p.data.to(torch.bfloat16)
+    return model.requires_grad_(False).eval()
 
 
-def _bf16(model: Transformer) -> Transformer:
-    # Weights in bf16; the cos/sin tables stay fp32 (RoPE is computed in fp32).
-    for m in model.modules():
-        for name, p in list(m.named_parameters(recurse=False)):
-            setattr(m, name, nn.Parameter(p.detach().to(torch.bfloat16), requires_grad=False))
-    return model.eval()
-
-
-def compare(h: torch.Tensor, logits: torch.Tensor, h_ref: torch.Tensor, logits_ref: torch.Tensor) -> tuple:
-    """(relative Frobenius error of h, fraction of positions whose logits argmax agrees)."""
+def rel_error(h: torch.Tensor, h_ref: torch.Tensor) -> float:
+    """Relative Frobenius error ||h - h_ref|| / ||h_ref|| (inf when h has a NaN or inf)."""
     hf, rf = h.float(), h_ref.float()
-    err = ((hf - rf).norm() / rf.norm()).item() if torch.isfinite(hf).all() else math.inf
-    agree = (logits.argmax(-1) == logits_ref.argmax(-1)).float().mean().item()
-    return err, agree
+    return ((hf - rf).norm() / rf.norm()).item() if torch.isfinite(hf).all() else math.inf
+
+
+def argmax_agreement(logits: torch.Tensor, logits_ref: torch.Tensor) -> tuple[float, float, float]:
+    """(agreement on every position, agreement on the decisive positions, fraction decisive).
+
+    A position is decisive when the reference's top two logits are more than 2 bf16 ulps apart. Random
+    weights give nearly flat logits, and below that gap the top two are a tie at bf16 precision: eager
+    in bf16 and the same model in fp32 disagree on 1-2% of the positions of the tiny config there.
+    """
+    agree = logits.argmax(-1) == logits_ref.argmax(-1)
+    top2 = logits_ref.float().topk(2, dim=-1).values
+    decisive = (top2[..., 0] - top2[..., 1]) > 2 * 2.0 ** -7 * top2[..., 0].abs()
+    frac = decisive.float().mean().item()
+    return agree.float().mean().item(), agree[decisive].float().mean().item() if frac else 1.0, frac
 
 
 def main() -> int:
@@ -209,18 +216,21 @@ def main() -> int:
     if device == "cuda":
         torch.cuda.synchronize()
     second = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    h_ref, logits_ref = model(idx)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    eager = time.perf_counter() - t0
+    for _ in range(2):  # the second call is timed (the first warms up)
+        t0 = time.perf_counter()
+        h_ref, logits_ref = model(idx)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        eager = time.perf_counter() - t0
 
-    err, agree = compare(h, logits, h_ref, logits_ref)
-    ok = err <= HIDDEN_TOL and agree >= ARGMAX_MIN
+    err = rel_error(h, h_ref)
+    agree, decisive, frac = argmax_agreement(logits, logits_ref)
+    ok = err <= HIDDEN_TOL and decisive >= ARGMAX_MIN
     print(f"llama {a.config}: {args.n_layer} layers, dim {args.dim}, heads {args.n_head}/{args.n_local_heads}, "
           f"vocab {args.vocab_size}, batch {a.batch}, seq {seq} on {device}")
     print(f"first call {first:.2f} s (compile + run), second call {second * 1e3:.1f} ms, eager {eager * 1e3:.1f} ms")
     print(f"hidden state relative error {err:.3e}, logits argmax agreement {agree * 100:.2f}% "
+          f"({decisive * 100:.2f}% on the {frac * 100:.0f}% of positions that are no bf16 tie) "
           f"({'ok' if ok else f'FAIL: limits {HIDDEN_TOL} and {ARGMAX_MIN * 100:.0f}%'})")
     return 0 if ok else 1
 

@@ -1,0 +1,220 @@
+"""Data-movement ops for Llama-family models (issue 6) through megakittens.compile on the CPU reference
+interpreter, against eager PyTorch: embedding, cat, dtype casts (bf16 <-> fp32, int64 -> fp32) and fp32
+elementwise math, sum/mean over the last dim, copies of views an instruction type cannot read
+([Note: view copies]), and constant folding of input-free subgraphs (arange, causal masks).
+
+Tolerance: relative Frobenius error <= 1e-2 on fresh random inputs (tests/common.py); NaN fails."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import BF16, check_interleavings, randn, rel_err
+from megakittens import _C, fold
+
+TOL = 1e-2
+
+
+def _check(fn, *args, tol=TOL):
+    out = megakittens.compile(fn)(*args)
+    ref = fn(*args)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        assert o.dtype == r.dtype and o.shape == r.shape, f"output {i}: {o.dtype}{list(o.shape)} vs {r.dtype}{list(r.shape)}"
+        err = rel_err(o, r)
+        assert err <= tol, f"output {i}: relative error {err:.3g}"
+    return outs
+
+
+def _itypes():
+    return [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+
+
+# ---- embedding --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ids_dtype", [torch.int64, torch.int32])
+def test_embedding_gathers_rows_exactly(ids_dtype):
+    w = randn(1000, 384)
+    ids = torch.randint(0, 1000, (3, 70), dtype=ids_dtype)
+    (out,) = _check(lambda w, i: F.embedding(i, w), w, ids)
+    assert torch.equal(out, F.embedding(ids, w))
+    assert _itypes() == ["Embedding"]
+
+
+def test_embedding_module_then_ops():
+    emb = torch.nn.Embedding(512, 256).to(BF16).requires_grad_(False)
+    ids = torch.randint(0, 512, (2, 33))
+    _check(lambda i: torch.relu(emb(i)) * 2, ids)
+
+
+@pytest.mark.parametrize("bad", [512, -1, 10 ** 9])
+def test_embedding_out_of_range_id_raises(bad):
+    w = randn(512, 64)
+    ids = torch.randint(0, 512, (1, 16))
+    ids[0, 5] = bad
+    fn = megakittens.compile(lambda w, i: torch.ops.aten.embedding.default(w, i))
+    with pytest.raises(IndexError, match="out of range for a table of 512 rows"):
+        fn(w, ids)
+
+
+# ---- cat ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat(dim):
+    shapes = {0: [(2, 70, 96), (5, 70, 96), (1, 70, 96)], 1: [(3, 10, 96), (3, 200, 96), (3, 1, 96)],
+              -1: [(3, 70, 32), (3, 70, 300), (3, 70, 1)]}[dim]
+    xs = [randn(*s) for s in shapes]
+    _check(lambda a, b, c: torch.cat([torch.neg(a), b, c], dim), *xs)
+    assert "Cat(dim=%d)" % (4 - 3 + dim % 3) in _itypes()
+
+
+def test_cat_rotate_half_of_a_transposed_view():
+    # HF's rotate_half on q.transpose(1, 2): the slices of a transposed view are copied first.
+    def f(q):
+        x = q.transpose(1, 2)
+        return torch.cat((-x[..., 32:], x[..., :32]), dim=-1)
+    _check(f, randn(2, 40, 4, 64))
+    assert _itypes().count("Copy(src=13)") == 2
+
+
+# ---- casts and fp32 math ------------------------------------------------------------------------------
+
+def test_fp32_math_between_casts():
+    def f(x, w):
+        h = x.float()
+        h = h * torch.rsqrt((h * h * 3).sum(-1, keepdim=True) / 7 + 1) + torch.sin(h)
+        return h.to(BF16) * w, h
+    _check(f, randn(2, 100, 300), randn(300))
+    it = _itypes()
+    assert it[0] == "Copy" and "RowReduce(op=sum,keepdim)" in it
+
+
+def test_mixed_dtype_binary_promotes_like_torch():
+    x32 = torch.randn(64, 256)
+    _check(lambda a, b: (a * b, b - a), x32, randn(64, 256))
+    _check(lambda a, b: a + b, randn(8, 1, 256), torch.randn(256))
+
+
+def test_float16_and_int_casts():
+    ids = torch.randint(0, 1000, (4, 50))
+    x = torch.randn(4, 50, dtype=torch.float16)
+    _check(lambda i, x: (i.float() * 0.5 + x.float(), x.to(BF16)), ids, x)
+
+
+def test_cast_of_a_transposed_view():
+    _check(lambda x: x.t().float() * 3, randn(96, 200))
+    assert _itypes()[0] == "Copy(src=32)"
+
+
+def test_int_output_cast_is_refused():
+    with pytest.raises(Exception, match=r"_to_copy.*output must be a floating-point tensor"):
+        megakittens.compile(lambda x: x.to(torch.int64) + 1)(randn(8, 8))
+
+
+# ---- reductions ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("keepdim", [True, False])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", [BF16, torch.float32])
+def test_row_reduce(op, keepdim, dtype):
+    x = randn(2, 37, 3000, dtype=dtype)
+    _check(lambda x: getattr(torch, op)(x, dim=-1, keepdim=keepdim) + 1, x)
+    assert f"RowReduce(op={op}{',keepdim' if keepdim else ''})" in _itypes()
+
+
+def test_reduce_over_another_dim_is_refused():
+    with pytest.raises(Exception, match=r"mean is supported over the last dim only \(dim=\[-1\]\), got dim=\[0\]"):
+        megakittens.compile(lambda x: x.mean(0))(randn(8, 64))
+
+
+def test_unfused_rms_norm_pattern_runs():
+    # An RMSNorm whose fp32 intermediates are also returned cannot fuse: it runs op by op.
+    def f(x, w):
+        h = x.float()
+        var = h.pow(2).mean(-1, keepdim=True)
+        return (h * torch.rsqrt(var + 1e-6)).to(BF16) * w, var
+    _check(f, randn(64, 512), randn(512))
+    assert not any(t.startswith("RMSNorm") for t in _itypes())
+
+
+# ---- barriers through the new instruction types -------------------------------------------------------
+
+def data_graph(ids, w, x):  # arguments in first-use order: the dispatcher is called with them directly
+    e = F.embedding(ids, w)                       # (S, C)
+    h = torch.cat([e, x.t().float().to(BF16)], 0)  # a Copy (transpose) then a Cat
+    return h.float().mean(-1, keepdim=True), h
+
+
+@pytest.mark.parametrize("global_work_queue", [False, True])
+def test_interleavings(global_work_queue):
+    args = (torch.randint(0, 300, (130,)), randn(300, 256), randn(256, 70))
+    check_interleavings(data_graph, args, global_work_queue, cluster_size=2, seeds=12)
+
+
+# ---- constant folding ---------------------------------------------------------------------------------
+
+def test_arange_is_folded_into_a_constant():
+    def f(x):
+        pos = torch.arange(x.shape[-1], dtype=torch.float32)
+        return x * torch.cos(pos * 0.1)
+    _check(f, randn(16, 200))
+    assert any(path.startswith("_mk_const") for path, _ in mk_backend.dispatchers[-1].program.attr_slots)
+
+
+def _sdpa_with_mask(mask_kind):
+    def f(q, k, v):
+        s = q.shape[-2]
+        i = torch.arange(s)
+        keep = i[None, :] <= i[:, None]
+        if mask_kind == "bool":
+            mask = keep
+        elif mask_kind == "additive":
+            mask = torch.zeros(s, s, dtype=q.dtype).masked_fill(~keep, float("-inf"))
+        else:  # a sliding window: not the causal mask
+            mask = keep & (i[None, :] > i[:, None] - 8)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask[None, None].expand(q.shape[0], 1, s, s))
+    return f
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "additive"])
+def test_constant_causal_mask_becomes_is_causal(mask_kind):
+    q, k, v = (randn(1, 2, 128, 64) for _ in range(3))
+    _check(_sdpa_with_mask(mask_kind), q, k, v)
+    assert [t for t in _itypes() if t.startswith("Attention")] == ["Attention(causal=1,scale=0.125)"]
+
+
+def test_other_constant_masks_are_still_refused():
+    q, k, v = (randn(1, 2, 128, 64) for _ in range(3))
+    with pytest.raises(Exception, match="attention masks are not supported yet"):
+        megakittens.compile(_sdpa_with_mask("window"))(q, k, v)
+
+
+def test_is_causal_mask():
+    keep = torch.ones(5, 7, dtype=torch.bool).tril()
+    assert fold.is_causal_mask(keep[None], 5, 7)
+    assert not fold.is_causal_mask(keep, 7, 5)
+    add = torch.zeros(5, 7).masked_fill(~keep, float("-inf"))
+    assert fold.is_causal_mask(add.to(BF16), 5, 7)
+    assert not fold.is_causal_mask(add.masked_fill(~keep, -1e4), 5, 7)  # large negative is not -inf
+    assert not fold.is_causal_mask(keep.int(), 5, 7)
+
+
+# ---- GPU codegen: the new instruction types have no device body yet ------------------------------------
+
+@pytest.mark.parametrize("case", ["embedding", "cat", "copy", "row_reduce", "fp32_unary"])
+def test_no_gpu_body_yet(case):
+    """Codegen refuses them with "no GPU body yet", so a CUDA graph falls back to the interpreter."""
+    if getattr(_C, "gpu_runtime_missing", "x") or not hasattr(_C, "gpu_generate_source"):
+        pytest.skip("built without the GPU runtime")
+    fn, args = {
+        "embedding": (lambda w, i: F.embedding(i, w), (randn(64, 128), torch.randint(0, 64, (8,)))),
+        "cat": (lambda a, b: torch.cat([a, b], -1), (randn(8, 64), randn(8, 64))),
+        "copy": (lambda x: torch.relu(x.t()), (randn(64, 128),)),
+        "row_reduce": (lambda x: x.sum(-1), (randn(8, 64),)),
+        "fp32_unary": (lambda x: torch.relu(x), (torch.randn(8, 64),)),
+    }[case]
+    _check(fn, *args)
+    with pytest.raises(Exception, match="no GPU body yet"):
+        _C.gpu_generate_source(mk_backend.dispatchers[-1].program)
