@@ -19,7 +19,7 @@ setup-system:
 
 setup-python:
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q "scikit-build-core>=0.10" "nanobind>=2.4" pytest numpy graphviz "nvidia-cuda-nvrtc==13.0.88"
+	$(PIP) install -q "scikit-build-core>=0.10" "nanobind>=2.4" pytest numpy graphviz "nvidia-cuda-nvrtc==13.0.88" transformers
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 
 # Rebuild the extension after a C++ change (editable install; scikit-build-core reuses build/).
@@ -28,6 +28,7 @@ build:
 
 run: setup
 	$(PYTHON) examples/mlp.py
+	$(PYTHON) examples/llama.py --config tiny
 
 test-cpp:
 	cmake -S . -B $(BUILD_TESTS) -G Ninja -DMK_BUILD_TESTS=ON -DMK_BUILD_PYTHON=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
