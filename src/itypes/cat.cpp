@@ -39,7 +39,7 @@ void Cat::validate(const NodeInfo& n) const {
 
 int64_t Cat::num_instructions(const NodeInfo& n) const {
   int64_t count = 0;
-  for (const Operand& x : n.inputs) count += ew_num_tiles(x.padded(), n.profile);
+  for (const Operand& x : n.inputs) count += ew_num_tiles(x.padded(), n.profile, 1);
   return count;
 }
 
@@ -47,12 +47,12 @@ InstrDesc Cat::instruction(const NodeInfo& n, int64_t i) const {
   // Input k's tiles, in input order; `offset` is where input k starts along dim_.
   int64_t k = 0, offset = 0;
   for (; k < static_cast<int64_t>(n.inputs.size()); ++k) {
-    const int64_t tiles = ew_num_tiles(n.inputs[k].padded(), n.profile);
+    const int64_t tiles = ew_num_tiles(n.inputs[k].padded(), n.profile, 1);
     if (i < tiles) break;
     i -= tiles;
     offset += n.inputs[k].padded()[dim_];
   }
-  const EwTile t = ew_tile(n.inputs[k].padded(), n.profile, i);
+  const EwTile t = ew_tile(n.inputs[k].padded(), n.profile, 1, i);
   Box src;
   src.lo = t.origin;
   src.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, t.origin[3] + t.cols};

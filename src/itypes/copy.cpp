@@ -49,10 +49,10 @@ void Copy::validate(const NodeInfo& n) const {
          Copy(src_for(x.range)).str(), ", but the instruction type is ", str());
 }
 
-int64_t Copy::num_instructions(const NodeInfo& n) const { return ew_num_tiles(n.outputs[0].padded(), n.profile); }
+int64_t Copy::num_instructions(const NodeInfo& n) const { return ew_num_tiles(n.outputs[0].padded(), n.profile, 1); }
 
 InstrDesc Copy::instruction(const NodeInfo& n, int64_t i) const {
-  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, i);
+  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, 1, i);
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, t.origin[3] + t.cols};

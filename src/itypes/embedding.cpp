@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "ir/error.h"
-#include "itypes/rms_norm.h"  // rows per instruction: one page of rows
 
 namespace mk {
 
@@ -45,13 +44,13 @@ void Embedding::validate(const NodeInfo& n) const {
 
 int64_t Embedding::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.outputs[0].padded();
-  return s[0] * s[1] * ceil_div(s[2], RMSNorm::rows_per_instruction(s[3], n.profile));
+  return s[0] * s[1] * ceil_div(s[2], rows_per_page(s[3], dtype_size(n.outputs[0].dtype), n.profile));
 }
 
 InstrDesc Embedding::instruction(const NodeInfo& n, int64_t i) const {
   const Coord4 s = n.outputs[0].padded();
   const int64_t C = s[3], V = n.inputs[0].shape()[0];
-  const RowTile t = row_tile(s, RMSNorm::rows_per_instruction(C, n.profile), i);
+  const RowTile t = row_tile(s, rows_per_page(C, dtype_size(n.outputs[0].dtype), n.profile), i);
   // Output point (b, d, r, c) reads id (0, b, d, r): the ids' padded dims are the output's shifted by one.
   const Coord4 io{0, t.origin[0], t.origin[1], t.origin[2]};
   InstrDesc d;

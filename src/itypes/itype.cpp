@@ -1,5 +1,6 @@
 #include "itypes/itype.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "ir/error.h"
@@ -61,6 +62,11 @@ void require_inputs(const NodeInfo& n, size_t k) {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t rows_per_page(int64_t cols, int elem_bytes, const Profile& p) {
+  const int64_t row_bytes = std::max<int64_t>(128, ceil_div(cols * elem_bytes, 128) * 128);
+  return std::max<int64_t>(1, p.page_bytes / row_bytes);
+}
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";

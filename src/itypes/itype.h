@@ -106,5 +106,8 @@ void require_float(const NodeInfo&, const char* what, DType got);
 bool tile_view(const TensorRange&);
 void require_inputs(const NodeInfo&, size_t n);
 int64_t ceil_div(int64_t a, int64_t b);
+// Rows of `cols` elements of `elem_bytes` that fit one page, each row padded to 128 bytes (at least 1):
+// the row tiles of the row-wise ITypes without a tuned device body (Embedding, RowReduce).
+int64_t rows_per_page(int64_t cols, int elem_bytes, const Profile&);
 
 }  // namespace mk
