@@ -6,8 +6,11 @@
 // distinct (producer node, dependency set) is one barrier whose target is the set's size; each
 // producer in the set arrives once after its stores, each consumer waits before its loads.
 // Reuse events (phase 2) get one barrier each: all old instructions arrive, the reuser waits
-// before its first store.
+// before its first store. Sets that would make an instruction arrive on more than 8 barriers are
+// merged first ([Note: barrier coarsening]).
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <map>
 
 #include "ir/error.h"
@@ -71,6 +74,157 @@ CellGrid make_grid(const std::vector<const std::vector<Box>*>& box_lists) {
   return g;
 }
 
+
+// The dependency sets of one producer -> consumer edge: each consumer instruction waits for the
+// producer instructions (global indices, sorted) that write a cell it reads.
+struct EdgeDeps {
+  int producer = -1;                        // index into Program::nodes
+  int64_t consumer_start = 0, consumer_count = 0;
+  std::vector<std::vector<int32_t>> sets;   // distinct sets, in first-use order (empty: merged away)
+  std::vector<int> set_of;                  // per consumer instruction: index into sets, -1 for none
+};
+
+EdgeDeps edge_deps(const ScheduleState& st, int c, size_t k, int p) {
+  const Program& prog = st.prog;
+  const NodeSchedule& cons = prog.nodes[c];
+  const NodeSchedule& prod = prog.nodes[p];
+  const Edge& e = st.dag.nodes[cons.node].inputs[k];
+  // Boxes on the backing tensor: producer writes are in output coords, consumer reads in view coords.
+  std::vector<std::vector<Box>> writes(prod.count), reads(cons.count);
+  const TensorMeta& out_meta = st.dag.nodes[e.node].outputs[e.output];
+  auto flat = [](std::vector<Box>& boxes, const Coord4& shape, int64_t offset) {
+    std::vector<Box> runs;
+    for (const Box& b : boxes)
+      for (const Box& r : linearize(b, shape, offset)) runs.push_back(r);
+    boxes = std::move(runs);
+  };
+  for (int64_t i = 0; i < prod.count; ++i) {
+    writes[i] = st.descs[p][i].writes[e.output];
+    if (e.range.alias) flat(writes[i], out_meta.padded(), 0);
+  }
+  for (int64_t i = 0; i < cons.count; ++i) {
+    for (const Box& b : st.descs[c][i].reads[k]) reads[i].push_back(e.range.to_backing(b));
+    if (e.range.alias) flat(reads[i], e.range.backing(out_meta).padded(), e.range.alias->offset);
+  }
+  std::vector<const std::vector<Box>*> lists;
+  for (const auto& w : writes) lists.push_back(&w);
+  for (const auto& r : reads) lists.push_back(&r);
+  const CellGrid grid = make_grid(lists);
+  std::vector<std::vector<int32_t>> writers(grid.size(0) * grid.size(1) * grid.size(2) * grid.size(3));
+  for (int64_t i = 0; i < prod.count; ++i)
+    for (const Box& b : writes[i])
+      grid.for_cells(b, [&](int64_t cell) { writers[cell].push_back(static_cast<int32_t>(prod.start + i)); });
+
+  EdgeDeps ed;
+  ed.producer = p;
+  ed.consumer_start = cons.start;
+  ed.consumer_count = cons.count;
+  ed.set_of.assign(cons.count, -1);
+  std::map<std::vector<Box>, int> cache;            // identical box lists share a dependency set
+  std::map<std::vector<int32_t>, int> set_index;
+  for (int64_t i = 0; i < cons.count; ++i) {
+    auto [it, fresh] = cache.try_emplace(reads[i], -1);
+    if (fresh) {
+      std::vector<int32_t> deps;
+      for (const Box& b : reads[i])
+        grid.for_cells(b, [&](int64_t cell) { deps.insert(deps.end(), writers[cell].begin(), writers[cell].end()); });
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      if (!deps.empty()) {
+        auto [sit, added] = set_index.try_emplace(deps, static_cast<int>(ed.sets.size()));
+        if (added) ed.sets.push_back(std::move(deps));
+        it->second = sit->second;
+      }
+    }
+    ed.set_of[i] = it->second;
+  }
+  return ed;
+}
+
+// [Note: barrier coarsening] One barrier per distinct (producer, set) makes a producer instruction
+// arrive on as many barriers as there are distinct sets holding it: causal attention reads key rows
+// [0, kv_end) for every query tile, so the first key tile is in one set per query tile (16 at 2048
+// rows) while an instruction has room for 8. While some instruction is over the limit, the two sets
+// holding it (of the edge with the most such sets) whose union adds the fewest producers merge into
+// their union: their consumers wait for a few more producer instructions, all earlier in the list,
+// so nothing can deadlock; only overlap is lost. Within the limit nothing changes.
+class Coarsener {
+ public:
+  Coarsener(std::vector<EdgeDeps>& edges, const std::vector<int>& reuse_arrivals, const Program& prog)
+      : edges_(edges), count_(reuse_arrivals), node_of_(reuse_arrivals.size(), -1), by_producer_(prog.nodes.size()) {
+    for (size_t n = 0; n < prog.nodes.size(); ++n)
+      for (int64_t i = 0; i < prog.nodes[n].count; ++i) node_of_[prog.nodes[n].start + i] = static_cast<int>(n);
+    for (size_t e = 0; e < edges_.size(); ++e) {
+      by_producer_[edges_[e].producer].push_back(static_cast<int>(e));
+      for (const auto& set : edges_[e].sets) ref(edges_[e].producer, set, +1);
+    }
+  }
+
+  void run() {
+    // A merge never raises a count unless a set key is shared with another edge: repeat until stable.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < count_.size(); ++i)
+        while (count_[i] > kMaxDstBarriers && merge_at(static_cast<int32_t>(i))) changed = true;
+    }
+  }
+
+ private:
+  // Distinct (producer, set) keys per producer instruction: what phase 4 packs as dst barriers.
+  void ref(int producer, const std::vector<int32_t>& set, int delta) {
+    if (set.empty()) return;
+    int& r = refs_[{producer, set}];
+    const bool was = r > 0;
+    r += delta;
+    if (was != (r > 0))
+      for (int32_t d : set) count_[d] += r > 0 ? 1 : -1;
+  }
+
+  // Merges two sets holding instruction i; false when no edge has two.
+  bool merge_at(int32_t i) {
+    EdgeDeps* ed = nullptr;
+    std::vector<int> holding;
+    for (int e : by_producer_[node_of_[i]]) {
+      std::vector<int> h;
+      const auto& sets = edges_[e].sets;
+      for (size_t s = 0; s < sets.size(); ++s)
+        if (std::binary_search(sets[s].begin(), sets[s].end(), i)) h.push_back(static_cast<int>(s));
+      if (h.size() > holding.size()) holding = std::move(h), ed = &edges_[e];
+    }
+    if (holding.size() < 2) return false;  // phase 4 reports the instruction
+    auto& sets = ed->sets;
+    std::vector<int32_t> best;
+    int a = -1, b = -1;
+    size_t best_cost = SIZE_MAX;
+    for (size_t x = 0; x < holding.size(); ++x)
+      for (size_t y = x + 1; y < holding.size(); ++y) {
+        const auto &A = sets[holding[x]], &B = sets[holding[y]];
+        std::vector<int32_t> u;
+        std::set_union(A.begin(), A.end(), B.begin(), B.end(), std::back_inserter(u));
+        const size_t cost = 2 * u.size() - A.size() - B.size();  // producers the two consumers gain
+        if (cost < best_cost) best_cost = cost, a = holding[x], b = holding[y], best = std::move(u);
+      }
+    // b, and any other set equal to the union, fold into a.
+    for (size_t s = 0; s < sets.size(); ++s) {
+      if (static_cast<int>(s) == a || (static_cast<int>(s) != b && sets[s] != best)) continue;
+      ref(ed->producer, sets[s], -1);
+      sets[s].clear();
+      for (int& t : ed->set_of)
+        if (t == static_cast<int>(s)) t = a;
+    }
+    ref(ed->producer, sets[a], -1);
+    sets[a] = std::move(best);
+    ref(ed->producer, sets[a], +1);
+    return true;
+  }
+
+  std::vector<EdgeDeps>& edges_;
+  std::vector<int> count_;                   // per instruction: dst barriers it would arrive on
+  std::vector<int> node_of_;                 // per instruction: index into Program::nodes
+  std::vector<std::vector<int>> by_producer_;  // per node: its outgoing edges
+  std::map<std::pair<int, std::vector<int32_t>>, int> refs_;
+};
+
 }  // namespace
 
 void phase3_barriers(ScheduleState& st) {
@@ -78,7 +232,6 @@ void phase3_barriers(ScheduleState& st) {
   const DAG& dag = st.dag;
   const int64_t total = prog.nodes.empty() ? 0 : prog.nodes.back().end();
   st.barriers.assign(total, {});
-  std::map<std::pair<int, std::vector<int32_t>>, int> barrier_of;  // (producer, set) -> barrier
 
   auto add_src = [](std::vector<std::pair<int, int>>& v, int b, int target) {
     for (const auto& [id, t] : v)
@@ -89,63 +242,34 @@ void phase3_barriers(ScheduleState& st) {
     if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
   };
 
+  std::vector<EdgeDeps> edges;
   for (size_t c = 0; c < prog.nodes.size(); ++c) {
-    const NodeSchedule& cons = prog.nodes[c];
-    const Node& cn = dag.nodes[cons.node];
+    const Node& cn = dag.nodes[prog.nodes[c].node];
     for (size_t k = 0; k < cn.inputs.size(); ++k) {
-      const Edge& e = cn.inputs[k];
-      const int p = st.sched_of[e.node];
-      if (p < 0) continue;  // graph input: nothing to wait for
-      const NodeSchedule& prod = prog.nodes[p];
-      // Boxes on the backing tensor: producer writes are in output coords, consumer reads in view coords.
-      std::vector<std::vector<Box>> writes(prod.count), reads(cons.count);
-      const TensorMeta& out_meta = dag.nodes[e.node].outputs[e.output];
-      auto flat = [](std::vector<Box>& boxes, const Coord4& shape, int64_t offset) {
-        std::vector<Box> runs;
-        for (const Box& b : boxes)
-          for (const Box& r : linearize(b, shape, offset)) runs.push_back(r);
-        boxes = std::move(runs);
-      };
-      for (int64_t i = 0; i < prod.count; ++i) {
-        writes[i] = st.descs[p][i].writes[e.output];
-        if (e.range.alias) flat(writes[i], out_meta.padded(), 0);
-      }
-      for (int64_t i = 0; i < cons.count; ++i) {
-        for (const Box& b : st.descs[c][i].reads[k]) reads[i].push_back(e.range.to_backing(b));
-        if (e.range.alias) flat(reads[i], e.range.backing(out_meta).padded(), e.range.alias->offset);
-      }
-      std::vector<const std::vector<Box>*> lists;
-      for (const auto& w : writes) lists.push_back(&w);
-      for (const auto& r : reads) lists.push_back(&r);
-      const CellGrid grid = make_grid(lists);
-      std::vector<std::vector<int32_t>> writers(grid.size(0) * grid.size(1) * grid.size(2) * grid.size(3));
-      for (int64_t i = 0; i < prod.count; ++i)
-        for (const Box& b : writes[i])
-          grid.for_cells(b, [&](int64_t cell) { writers[cell].push_back(static_cast<int32_t>(prod.start + i)); });
-
-      std::map<std::vector<Box>, int> cache;  // identical box lists share a dependency set
-      for (int64_t i = 0; i < cons.count; ++i) {
-        auto [it, fresh] = cache.try_emplace(reads[i], -1);
-        if (fresh) {
-          std::vector<int32_t> deps;
-          for (const Box& b : reads[i])
-            grid.for_cells(b, [&](int64_t cell) { deps.insert(deps.end(), writers[cell].begin(), writers[cell].end()); });
-          std::sort(deps.begin(), deps.end());
-          deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-          if (!deps.empty()) {
-            auto [bit, added] = barrier_of.try_emplace({p, deps}, static_cast<int>(prog.barriers.size()));
-            if (added) {
-              prog.barriers.push_back({static_cast<int32_t>(deps.size()), p, false});
-              for (int32_t d : deps) add_dst(st.barriers[d].dst_input, bit->second);
-            }
-            it->second = bit->second;
-          }
-        }
-        if (it->second >= 0)
-          add_src(st.barriers[cons.start + i].src_input, it->second, prog.barriers[it->second].target);
-      }
+      const int p = st.sched_of[cn.inputs[k].node];
+      if (p >= 0) edges.push_back(edge_deps(st, static_cast<int>(c), k, p));  // p < 0: a graph input
     }
   }
+  std::vector<int> reuse_arrivals(total, 0);
+  for (const ReuseEvent& ev : st.reuse_events)
+    for (int a : ev.arrivers)
+      for (int64_t i = 0; i < prog.nodes[a].count; ++i) ++reuse_arrivals[prog.nodes[a].start + i];
+  Coarsener(edges, reuse_arrivals, prog).run();
+
+  // One barrier per distinct (producer, set), numbered in order of first use.
+  std::map<std::pair<int, std::vector<int32_t>>, int> barrier_of;
+  for (const EdgeDeps& ed : edges)
+    for (int64_t i = 0; i < ed.consumer_count; ++i) {
+      const int s = ed.set_of[i];
+      if (s < 0) continue;
+      const std::vector<int32_t>& deps = ed.sets[s];
+      auto [bit, added] = barrier_of.try_emplace({ed.producer, deps}, static_cast<int>(prog.barriers.size()));
+      if (added) {
+        prog.barriers.push_back({static_cast<int32_t>(deps.size()), ed.producer, false});
+        for (int32_t d : deps) add_dst(st.barriers[d].dst_input, bit->second);
+      }
+      add_src(st.barriers[ed.consumer_start + i].src_input, bit->second, prog.barriers[bit->second].target);
+    }
 
   for (const ReuseEvent& ev : st.reuse_events) {
     const int b = static_cast<int>(prog.barriers.size());
