@@ -218,3 +218,26 @@ def test_no_gpu_body_yet(case):
     _check(fn, *args)
     with pytest.raises(Exception, match="no GPU body yet"):
         _C.gpu_generate_source(mk_backend.dispatchers[-1].program)
+
+
+def test_causal_mask_of_the_cuda_sdpa_variant():
+    """On CUDA an SDPA with a mask arrives as _scaled_dot_product_efficient_attention(attn_bias=...): the
+    folded mask is dropped there too and is_causal set (the graph is only traced, never run here)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(q, k, v):
+        s = q.shape[-2]
+        i = torch.arange(s)
+        mask = torch.zeros(s, s, dtype=q.dtype).masked_fill(i[None, :] > i[:, None], float("-inf"))
+        return torch.ops.aten._scaled_dot_product_efficient_attention(
+            q, k, v, mask[None, None].expand(1, 2, s, s), False, 0.0, False, scale=0.125)[0]
+
+    q, k, v = (randn(1, 2, 64, 64) for _ in range(3))
+    gm = make_fx(f, tracing_mode="fake")(q, k, v)
+    fold.fold_constants(gm)
+    (sdpa,) = [n for n in gm.graph.nodes if "efficient_attention" in str(n.target)]
+    bound = fold._bound_args(sdpa)
+    assert bound["attn_bias"] is None and bound["is_causal"] is True
+    assert not [n for n in gm.graph.nodes if n.op == "get_attr"]  # the mask is gone, not a constant
+    dag = _C.trace(megakittens.fx_export.export_graph(gm, "eff"))
+    assert [n.itype for n in dag.nodes if n.kind == "compute"] == ["Attention(causal=1,scale=0.125)"]
