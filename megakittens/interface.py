@@ -46,8 +46,8 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
 
     Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
-    graph (a graph break is an error); every new input shape recompiles. Inputs: contiguous bfloat16
-    tensors of rank <= 4. CPU tensors run on the reference interpreter.
+    graph (a graph break is an error); every new input shape recompiles. Inputs: contiguous tensors of
+    rank <= 4 (bfloat16; float32/float16 and int64 ids where docs/itypes.md says). CPU tensors run on the reference interpreter.
 
     enable: False returns ``fn`` unchanged (runs eagerly). dry_run: print a support report (and save_dag), then run
     eagerly. verbose: print the FX graph and per-phase timings. save_dag / save_schedule: write

@@ -1,7 +1,7 @@
 """Custom ops ``torch.ops.megakittens.*``: one per instruction type, eager bodies are the test oracles.
 
-Every body computes in fp32 and rounds once to the output dtype (the input's dtype; the compiler accepts
-bfloat16 only). The compiler never runs these bodies: the tracer resolves each op to its IType
+Every body computes in fp32 and rounds once to the output dtype (the input's dtype; docs/itypes.md says
+which dtypes each instruction type takes). The compiler never runs these bodies: the tracer resolves each op to its IType
 (docs/itypes.md), so a graph may use them to ask for an IType directly.
 """
 from __future__ import annotations
@@ -214,3 +214,66 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float) -> Te
 def _(q, k, v, causal, scale):
     _attention_check(q, k, v)
     return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+# ---- data movement (issue 6): Copy, Embedding, Cat, RowReduce ----------------------------------------
+
+_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def _copy_dtype(dtype: str) -> torch.dtype:
+    name = dtype.removeprefix("torch.")
+    if name not in _DTYPES:
+        raise ValueError(f"megakittens.copy: dtype must be one of {', '.join(_DTYPES)}, got '{dtype}'")
+    return _DTYPES[name]
+
+
+@torch.library.custom_op("megakittens::copy", mutates_args=())
+def copy(x: Tensor, dtype: str) -> Tensor:
+    """A fresh contiguous tensor with x's values (any view: permuted, sliced, broadcast) in ``dtype``
+    ("bfloat16", "float16" or "float32"), converted through fp32. Raises ValueError for another dtype."""
+    return x.float().to(_copy_dtype(dtype)).contiguous()
+
+
+@copy.register_fake
+def _(x, dtype):
+    return x.new_empty(x.shape, dtype=_copy_dtype(dtype))
+
+
+@torch.library.custom_op("megakittens::embedding", mutates_args=())
+def embedding(weight: Tensor, ids: Tensor) -> Tensor:
+    """Rows of weight (V, C) by integer ids (...): (..., C) in weight's dtype. Raises IndexError for an id
+    outside [0, V), as the compiled instruction does."""
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= weight.shape[0]):
+        raise IndexError(f"megakittens.embedding: an id is out of range for a table of {weight.shape[0]} rows")
+    return weight[ids.long()]
+
+
+@embedding.register_fake
+def _(weight, ids):
+    return weight.new_empty([*ids.shape, weight.shape[1]])
+
+
+@torch.library.custom_op("megakittens::cat", mutates_args=())
+def cat(tensors: list[Tensor], dim: int) -> Tensor:
+    """torch.cat(tensors, dim) (equal shapes except along dim; the result in the promoted dtype)."""
+    return torch.cat(tensors, dim)
+
+
+@cat.register_fake
+def _(tensors, dim):
+    return torch.cat([torch.empty_like(x) for x in tensors], dim)
+
+
+@torch.library.custom_op("megakittens::row_reduce", mutates_args=())
+def row_reduce(x: Tensor, op: str, keepdim: bool) -> Tensor:
+    """sum or mean of x over its last dim, accumulated in fp64, rounded once to x's dtype."""
+    if op not in ("sum", "mean"):
+        raise ValueError(f"megakittens.row_reduce: op must be 'sum' or 'mean', got '{op}'")
+    t = x.double()
+    return (t.sum(-1, keepdim=keepdim) if op == "sum" else t.mean(-1, keepdim=keepdim)).to(x.dtype)
+
+
+@row_reduce.register_fake
+def _(x, op, keepdim):
+    return x.new_empty([*x.shape[:-1], 1] if keepdim else list(x.shape[:-1]))

@@ -241,3 +241,23 @@ def test_causal_mask_of_the_cuda_sdpa_variant():
     assert not [n for n in gm.graph.nodes if n.op == "get_attr"]  # the mask is gone, not a constant
     dag = _C.trace(megakittens.fx_export.export_graph(gm, "eff"))
     assert [n.itype for n in dag.nodes if n.kind == "compute"] == ["Attention(causal=1,scale=0.125)"]
+
+
+# ---- the custom ops ask for the instruction types directly; their eager bodies are the oracles ---------
+
+def test_custom_ops_match_their_oracles():
+    mk = torch.ops.megakittens
+
+    def f(x, w, ids, y):
+        c = mk.copy(x.t(), "float32")                          # Copy(src=32), a cast
+        e = mk.embedding(w, ids)                               # Embedding
+        j = mk.cat([e, y], 0)                                  # Cat
+        return c, mk.row_reduce(j, "mean", True), mk.row_reduce(c, "sum", False)
+
+    args = (randn(64, 96), randn(200, 64), torch.randint(0, 200, (40,)), randn(8, 64))
+    _check(f, *args)
+    assert _itypes() == ["Copy(src=32)", "Embedding", "Cat(dim=2)", "RowReduce(op=mean,keepdim)", "RowReduce(op=sum)"]
+    with pytest.raises(IndexError):
+        mk.embedding(args[1], torch.tensor([200]))
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        mk.copy(args[0], "int64")

@@ -364,6 +364,27 @@ const std::map<std::string, Entry>& registry() {
           return r;
         }}},
       {"megakittens.gemm.default", {"a, b", [](const OpCall& c) { return gemm(c, "a", "b"); }}},
+      {"megakittens.copy.default",
+       {"x, dtype",
+        [](const OpCall& c) -> Resolution {
+          Resolution r{std::make_shared<Copy>(), c.target(), {&c.tensor("x")}};
+          c.str("dtype");  // type check: the output meta carries the dtype
+          r.bind = [](const std::vector<TensorRange>& v) -> ITypePtr {
+            return std::make_shared<Copy>(Copy::src_for(v.at(0)));
+          };
+          return r;
+        }}},
+      {"megakittens.embedding.default",
+       {"weight, ids",
+        [](const OpCall& c) -> Resolution {
+          return {std::make_shared<Embedding>(), c.target(), {&c.tensor("weight"), &c.tensor("ids")}};
+        }}},
+      {"megakittens.cat.default", {"tensors, dim", cat}},
+      {"megakittens.row_reduce.default",
+       {"x, op, keepdim",
+        [](const OpCall& c) -> Resolution {
+          return {std::make_shared<RowReduce>(c.str("op"), c.flag("keepdim")), c.target(), {&c.tensor("x")}};
+        }}},
       {"megakittens.attention.default",
        {"q, k, v, causal, scale",
         [](const OpCall& c) -> Resolution {

@@ -229,7 +229,7 @@ class Tracer {
       Node node;
       node.kind = Node::Kind::Compute;
       node.name = name + "_copy";
-      node.target = "megakittens.copy";
+      node.target = "megakittens.copy.default";
       node.itype = std::make_shared<Copy>(Copy::src_for(e.range));
       TensorMeta meta = dag_.nodes[e.node].outputs[e.output];
       meta.shape = e.range.view_shape;
