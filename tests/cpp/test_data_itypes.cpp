@@ -102,6 +102,31 @@ TEST(CopyIType, SrcForViews) {
   EXPECT_HAS(error_of([] { Copy({3, 3}); }), "cannot run along one backing dim 3");
 }
 
+TEST(CopyIType, OpNamesOfTheCustomOps) {
+  EXPECT_EQ(Copy().op_name(), "copy");
+  EXPECT_EQ(Cat(3).op_name(), "cat");
+  EXPECT_EQ(RowReduce("sum", false).op_name(), "row_reduce");
+}
+
+TEST(CopyIType, ConsumersOfOneViewShareItsCopy) {
+  // [Note: view copies] relu and neg both read x.t(): one Copy; sigmoid reads another view: its own.
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 32});
+  const int t = b.call("t", "aten.t.default", {ref(x)}, {32, 64});
+  const int r = b.call("relu", "aten.relu.default", {ref(t)}, {32, 64});
+  const int n = b.call("neg", "aten.neg.default", {ref(t)}, {32, 64});
+  const int s = b.call("slice", "aten.slice.Tensor", {ref(t), num(1), num(0), num(16)}, {32, 16});
+  const int g = b.call("sigmoid", "aten.sigmoid.default", {ref(s)}, {32, 16});
+  b.output({r, n, g});
+  const DAG d = trace(b.g);
+  std::vector<std::string> names;
+  for (const Node& node : d.nodes)
+    if (node.is_compute()) names.push_back(node.name + ":" + node.itype->str());
+  EXPECT_EQ(names, (std::vector<std::string>{"relu_in0_copy:Copy(src=32)", "relu:ElementwiseUnary(ops=relu)",
+                                             "neg:ElementwiseUnary(ops=neg)", "sigmoid_in0_copy:Copy(src=32)",
+                                             "sigmoid:ElementwiseUnary(ops=sigmoid)"}));
+}
+
 TEST(CopyIType, CastTransposeAndBroadcastMatchNaive) {
   // y = relu(x.t()) + b.expand(...) in fp32, cast back to bf16: a Copy in front of relu (transpose), the
   // casts, and a broadcast read by the binary op directly.
