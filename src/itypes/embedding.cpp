@@ -6,22 +6,6 @@
 
 namespace mk {
 
-namespace {
-
-// Output row tiles: the output padded (b, d, r, C) cut into `n`-row tiles, (b, d, rt) row-major.
-struct RowTile {
-  Coord4 origin;  // output point (b, d, r0, 0)
-  int64_t rows;
-};
-
-RowTile row_tile(const Coord4& s, int64_t n, int64_t i) {
-  const int64_t nr = ceil_div(s[2], n);
-  const int64_t rt = i % nr, d = (i / nr) % s[1], b = i / (nr * s[1]);
-  return {{b, d, rt * n, 0}, std::min(n, s[2] - rt * n)};
-}
-
-}  // namespace
-
 void Embedding::validate(const NodeInfo& n) const {
   require_inputs(n, 2);
   require_outputs(n, 1);
@@ -44,7 +28,7 @@ void Embedding::validate(const NodeInfo& n) const {
 
 int64_t Embedding::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.outputs[0].padded();
-  return s[0] * s[1] * ceil_div(s[2], rows_per_page(s[3], dtype_size(n.outputs[0].dtype), n.profile));
+  return num_row_tiles(s, rows_per_page(s[3], dtype_size(n.outputs[0].dtype), n.profile));
 }
 
 InstrDesc Embedding::instruction(const NodeInfo& n, int64_t i) const {

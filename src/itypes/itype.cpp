@@ -68,6 +68,14 @@ int64_t rows_per_page(int64_t cols, int elem_bytes, const Profile& p) {
   return std::max<int64_t>(1, p.page_bytes / row_bytes);
 }
 
+int64_t num_row_tiles(const Coord4& s, int64_t n) { return s[0] * s[1] * ceil_div(s[2], n); }
+
+RowTile row_tile(const Coord4& s, int64_t n, int64_t i) {
+  const int64_t nr = ceil_div(s[2], n);
+  const int64_t rt = i % nr, d = (i / nr) % s[1], b = i / (nr * s[1]);
+  return {{b, d, rt * n, 0}, std::min(n, s[2] - rt * n)};
+}
+
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);

@@ -109,5 +109,13 @@ int64_t ceil_div(int64_t a, int64_t b);
 // Rows of `cols` elements of `elem_bytes` that fit one page, each row padded to 128 bytes (at least 1):
 // the row tiles of the row-wise ITypes without a tuned device body (Embedding, RowReduce).
 int64_t rows_per_page(int64_t cols, int elem_bytes, const Profile&);
+// Row tiles of the row-wise ITypes: a padded shape (b, d, r, C) cut into `n`-row tiles, instruction i
+// = tile (b, d, rt) in row-major order, the last one of each (b, d) clipped.
+struct RowTile {
+  Coord4 origin;  // (b, d, r0, 0)
+  int64_t rows;
+};
+int64_t num_row_tiles(const Coord4& shape, int64_t n);
+RowTile row_tile(const Coord4& shape, int64_t n, int64_t i);
 
 }  // namespace mk

@@ -7,21 +7,6 @@
 
 namespace mk {
 
-namespace {
-
-struct RowTile {
-  Coord4 origin;  // view point (b, d, r0, 0)
-  int64_t rows;
-};
-
-RowTile row_tile(const Coord4& s, int64_t n, int64_t i) {
-  const int64_t nr = ceil_div(s[2], n);
-  const int64_t rt = i % nr, d = (i / nr) % s[1], b = i / (nr * s[1]);
-  return {{b, d, rt * n, 0}, std::min(n, s[2] - rt * n)};
-}
-
-}  // namespace
-
 RMSNorm::RMSNorm(double eps, bool has_weight) : eps_(eps), has_weight_(has_weight) {}
 
 std::string RMSNorm::params() const {
@@ -68,7 +53,7 @@ void RMSNorm::validate(const NodeInfo& n) const {
 
 int64_t RMSNorm::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.outputs[0].padded();
-  return s[0] * s[1] * ceil_div(s[2], rows_per_instruction(s[3], s[0] * s[1] * s[2], n.profile));
+  return num_row_tiles(s, rows_per_instruction(s[3], s[0] * s[1] * s[2], n.profile));
 }
 
 InstrDesc RMSNorm::instruction(const NodeInfo& n, int64_t i) const {

@@ -39,15 +39,15 @@ void RowReduce::validate(const NodeInfo& n) const {
 
 int64_t RowReduce::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.inputs[0].padded();
-  return s[0] * s[1] * ceil_div(s[2], rows_per_page(s[3], dtype_size(n.inputs[0].dtype()), n.profile));
+  return num_row_tiles(s, rows_per_page(s[3], dtype_size(n.inputs[0].dtype()), n.profile));
 }
 
 InstrDesc RowReduce::instruction(const NodeInfo& n, int64_t i) const {
   const Coord4 s = n.inputs[0].padded();
-  const int64_t C = s[3], rn = rows_per_page(C, dtype_size(n.inputs[0].dtype()), n.profile), nr = ceil_div(s[2], rn);
-  const int64_t rt = i % nr, dd = (i / nr) % s[1], b = i / (nr * s[1]);
-  const Coord4 o{b, dd, rt * rn, 0};
-  const int64_t rows = std::min(rn, s[2] - o[2]);
+  const int64_t C = s[3];
+  const RowTile t = row_tile(s, rows_per_page(C, dtype_size(n.inputs[0].dtype()), n.profile), i);
+  const Coord4& o = t.origin;
+  const int64_t rows = t.rows;
   const Box ob = out_box(o, rows, keepdim_);
   InstrDesc d;
   push_origin(d.indices, n.inputs[0].origin(o));
