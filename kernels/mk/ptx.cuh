@@ -1,7 +1,7 @@
 // The thin PTX layer: what CCCL's cuda::ptx (CUDA 13.0, CCCL 3.0) lacks for the Hopper VM
 // (hopper-notes §3.2): elect.sync, griddepcontrol, mapa + remote cluster ops, mbarrier.inval,
-// gpu-scope acquire/release counters, nanosleep, wgmma (fence/mma/commit/wait, descriptors) and
-// setmaxnreg. Everything else comes from cuda::ptx.
+// gpu-scope acquire/release counters, nanosleep, wgmma (fence/mma/commit/wait, descriptors; more
+// shapes in mk/wgmma.cuh), named barriers, ex2 and setmaxnreg. Everything else comes from cuda::ptx.
 #pragma once
 #include <cuda/ptx>
 #include <cuda/std/cstdint>
@@ -97,6 +97,7 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 // Keeps the compiler from moving accesses of `r` across a wgmma fence/wait.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void fence_operand(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
 
 // Shared-memory matrix descriptor for wgmma (PTX "matrix descriptor"): start address, leading and
 // stride byte offsets (all >> 4), base offset 0 (atoms 1024-byte aligned), layout type 1 = 128-byte swizzle.
@@ -138,6 +139,20 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], u64 desc_
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));
+}
+
+// Named barriers (bar.sync / bar.arrive) over `n` threads; ID is a compile-time constant (a run-time
+// ID makes ptxas reserve all 16). ID 0 is __syncthreads; the VM uses no other.
+template <int ID>
+__device__ __forceinline__ void named_sync(int n) { asm volatile("bar.sync %0, %1;" ::"n"(ID), "r"(n) : "memory"); }
+template <int ID>
+__device__ __forceinline__ void named_arrive(int n) { asm volatile("bar.arrive %0, %1;" ::"n"(ID), "r"(n) : "memory"); }
+
+// 2^x (MUFU.EX2, flushes denormals; ex2(-inf) = +0).
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // Register budget per warpgroup (setmaxnreg, sm_90a): raise for the accumulator owners, lower elsewhere.

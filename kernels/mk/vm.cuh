@@ -4,7 +4,8 @@
 // epoch-scaled targets, and a %globaltimer watchdog on every spin loop.
 //
 // Before including this header the generated source defines MK_CLUSTER_SIZE, MK_NUM_SLOTS and
-// MK_NUM_XMAPS (the number of 128B-swizzled 64x64 tile maps, one per slot that a Gemm touches).
+// MK_NUM_XMAPS (the number of 128B-swizzled 64x64 tile maps of the slots that a Gemm or an
+// Attention touches; src/runtime/codegen.h XmapPlan).
 #pragma once
 #include <cuda_bf16.h>
 
@@ -81,7 +82,7 @@ struct SlotDesc {
   u64 ptr;
   i32 dims[4];  // padded (b, d, r, c)
   i32 flags;    // bit 0: maps[slot] holds a valid 128x128 bf16 tile map
-  i32 xmap;     // index into xmaps of this slot's 64x64 128B-swizzled bf16 tile map (Gemm), -1 none
+  i32 xmap;     // index into xmaps of this slot's 64x64 128B-swizzled bf16 tile map(s), -1 none
 };
 static_assert(sizeof(SlotDesc) == 32, "SlotDesc layout is shared with the host");
 
@@ -92,7 +93,7 @@ struct GlobalsT {
   Common c;
   TensorMap maps[NSLOTS];
   SlotDesc slots[NSLOTS];
-  TensorMap xmaps[NXMAPS];  // 64x64 box, 128-byte swizzle (Gemm operands and epilogue)
+  TensorMap xmaps[NXMAPS];  // 64x64 box, 128-byte swizzle (Gemm / Attention operands and outputs)
 };
 using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 

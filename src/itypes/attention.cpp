@@ -17,26 +17,56 @@ struct AttnTile {
 };
 
 struct AttnDims {
-  int64_t B, H, Sq, Hk, Sk, G, cq, QT;
+  int64_t B, H, Sq, Hk, Sk, D, G, cq, QT;
 };
 
 AttnDims attn_dims(const NodeInfo& n) {
   const Coord4 q = n.inputs[0].padded(), k = n.inputs[1].padded();
-  AttnDims a{q[0], q[1], q[2], k[1], k[2], std::max(1, n.cluster_size), n.profile.attn_cta_q, 0};
+  AttnDims a{q[0], q[1], q[2], k[1], k[2], q[3], std::max(1, n.cluster_size), n.profile.attn_cta_q, 0};
   a.QT = ceil_div(a.Sq, a.G * a.cq);
   return a;
 }
 
+// A (B, H, S, D) view that is the transpose(1, 2) of a whole (B, S, H, D) backing tensor: view dims
+// b, h, s, d run along backing dims 0, 2, 1, 3 (size-1 dims may run anywhere).
+bool is_bshd(const TensorRange& r, const Coord4& backing) {
+  static constexpr int8_t kDim[4] = {0, 2, 1, 3};
+  const Coord4 v = r.view_padded();
+  if (r.has_broadcast() || r.view_shape.size() != 4 || !(r.box == Box::of_shape(backing))) return false;
+  for (int i = 0; i < 4; ++i)
+    if (v[i] != backing[kDim[i]] || (v[i] > 1 && r.view_dim[i] != kDim[i])) return false;
+  return true;
+}
+
 }  // namespace
 
-Attention::Attention(bool causal, double scale) : causal_(causal), scale_(scale) {
+Attention::Attention(bool causal, double scale, unsigned bshd) : causal_(causal), scale_(scale), bshd_(bshd) {
   if (!(scale > 0) || !std::isfinite(scale)) fail("Attention: scale must be a finite value > 0, got ", scale);
+  if (bshd > 7) fail("Attention: bshd mask must be in 0..7, got ", bshd);
 }
 
 std::string Attention::params() const {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", scale_);
-  return std::string("causal=") + (causal_ ? "1" : "0") + ",scale=" + buf;
+  std::string s = std::string("causal=") + (causal_ ? "1" : "0") + ",scale=" + buf;
+  if (bshd_) {
+    s += ",bshd=";
+    for (int i = 0; i < 3; ++i)
+      if (bshd_ & (1u << i)) s += "qkv"[i];
+  }
+  return s;
+}
+
+unsigned Attention::bshd_for(const std::vector<TensorRange>& views) {
+  unsigned m = 0;
+  for (size_t i = 0; i < views.size() && i < 3; ++i) {
+    const TensorRange& r = views[i];
+    if (r.is_straight() || r.view_shape.size() != 4) continue;
+    // The backing (B, S, H, D) is the view's shape with dims 1 and 2 swapped.
+    const Coord4 v = r.view_padded();
+    if (is_bshd(r, Coord4{v[0], v[2], v[1], v[3]})) m |= 1u << i;
+  }
+  return m;
 }
 
 void Attention::validate(const NodeInfo& n) const {
@@ -48,8 +78,12 @@ void Attention::validate(const NodeInfo& n) const {
     const Operand& op = n.inputs[i];
     require_dtype(n, names[i], op.dtype(), DType::bf16);
     require_rank(n, names[i], op.shape(), 4, 4);
-    if (!op.range.is_full(op.backing.padded()))
-      fail("node '", n.name, "' (", n.target, "): ", names[i], " must be a whole tensor (no sliced views), got ",
+    const Coord4 bp = op.backing.padded();
+    const bool ok = (bshd_ & (1u << i)) ? is_bshd(op.range, bp) : op.range.is_full(bp);
+    if (!ok)
+      fail("node '", n.name, "' (", n.target, "): ", names[i],
+           " must be a whole (B, H, S, D) tensor or the transpose(1, 2) of a whole (B, S, H, D) tensor (no "
+           "sliced, broadcast or otherwise permuted views), got ",
            op.range.str(), " of ", op.backing.str());
   }
   const auto& o = n.outputs[0];
@@ -91,21 +125,24 @@ InstrDesc Attention::instruction(const NodeInfo& n, int64_t i) const {
   const int64_t q_rows = std::clamp<int64_t>(a.Sq - s0, 0, a.cq);
   // Causal: keys past the rank's last query row are all masked (top-left aligned).
   const int64_t kv_end = causal_ ? std::min(a.Sk, s0 + q_rows) : a.Sk;
-  const int64_t D = n.inputs[0].padded()[3];
 
   InstrDesc d;
-  for (int64_t v : {t.b, t.h, hk, s0, q_rows, kv_end}) d.indices.push_back(static_cast<int32_t>(v));
+  for (int64_t v : {t.b, t.h, hk, s0, q_rows, kv_end, a.D}) d.indices.push_back(static_cast<int32_t>(v));
   const bool pair = n.profile.attn_pair_tiles;
   const int64_t r0 = pair ? m0 : s0, r1 = pair ? std::min(a.Sq, m0 + a.G * a.cq) : s0 + q_rows;
   d.reads.resize(3);
   d.writes.resize(1);
   if (r1 > r0) {
-    const Box q{{t.b, t.h, r0, 0}, {t.b + 1, t.h + 1, r1, D}};
+    const Box q{{t.b, t.h, r0, 0}, {t.b + 1, t.h + 1, r1, a.D}};
     d.reads[0].push_back(q);
     d.writes[0].push_back(q);
   }
   if (kv_end > 0) {
-    const Box kv{{t.b, hk, 0, 0}, {t.b + 1, hk + 1, kv_end, D}};
+    // [Note: attention kv blocks] the device loads K/V in whole blocks of attn_kv_block rows; the rows
+    // past kv_end in the last block are masked but multiplied (P = 0 times V), so they must be written.
+    const int64_t kb = std::max(1, n.profile.attn_kv_block);
+    const int64_t rows = std::min(a.Sk, ceil_div(kv_end, kb) * kb);
+    const Box kv{{t.b, hk, 0, 0}, {t.b + 1, hk + 1, rows, a.D}};
     d.reads[1].push_back(kv);
     d.reads[2].push_back(kv);
   }

@@ -1,5 +1,5 @@
-// Attention: SDPA forward on BHSD tensors (seed §14), causal (top-left aligned, as SDPA) or full,
-// any scale, GQA. Layout: docs/itypes.md.
+// Attention: SDPA forward on BHSD views (seed §14), causal (top-left aligned, as SDPA) or full,
+// any scale, GQA. Layout and indices: docs/itypes.md; device body: kernels/mk/itypes/attention.cuh.
 #pragma once
 #include "itypes/itype.h"
 
@@ -7,11 +7,20 @@ namespace mk {
 
 class Attention final : public IType {
  public:
-  Attention(bool causal, double scale);  // scale > 0 (the resolver fills 1/sqrt(D) for None)
+  // Which of q, k, v (bit 0, 1, 2) are (B, H, S, D) views of a (B, S, H, D) tensor - the
+  // `.view(B, S, H, D).transpose(1, 2)` that models feed SDPA - read in place through strides.
+  static constexpr unsigned kBshdQ = 1, kBshdK = 2, kBshdV = 4;
+
+  Attention(bool causal, double scale, unsigned bshd = 0);  // scale > 0 (the resolver fills 1/sqrt(D))
   std::string name() const override { return "Attention"; }
-  std::string params() const override;  // "causal=1,scale=0.0883883"
+  // "causal=1,scale=0.0883883476", plus ",bshd=qkv" (the operands stored as (B, S, H, D)) when any.
+  std::string params() const override;
   bool causal() const { return causal_; }
   double scale() const { return scale_; }
+  unsigned bshd() const { return bshd_; }
+  // The bshd mask of the folded q, k, v views (a (B, S, H, D) backing seen through transpose(1, 2));
+  // validate() checks every view against it.
+  static unsigned bshd_for(const std::vector<TensorRange>& views);
   void validate(const NodeInfo&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
@@ -20,6 +29,7 @@ class Attention final : public IType {
  private:
   bool causal_;
   double scale_;
+  unsigned bshd_;
 };
 
 }  // namespace mk

@@ -13,6 +13,7 @@ Profile Profile::b200() {
   p.gemm_pair_tiles = true;
   p.attn_cta_q = 256;
   p.attn_pair_tiles = true;
+  p.attn_kv_block = 1;
   return p;
 }
 

@@ -24,6 +24,8 @@ struct Profile {
   // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.
   int attn_cta_q = 128;
   bool attn_pair_tiles = false;
+  // K/V rows are read in whole blocks of attn_kv_block (the device's kv block; 1 = exactly [0, kv_end)).
+  int attn_kv_block = 128;
 
   // The seed's B200: 148 SMs, 512x256 GEMM pair tiles (256 rows per CTA), 512-row attention pairs.
   static Profile b200();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "itypes/attention.h"
 #include "itypes/elementwise.h"
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
@@ -27,9 +28,22 @@ std::string float_literal(double v) {
   return buf;
 }
 
+// Bit 0: some node of `icode` has head dim 64, bit 1: 128 (which Attention bodies to instantiate).
+int attention_head_dims(const Program& p, int icode) {
+  int mask = 0;
+  for (const auto& n : p.nodes)
+    if (n.icode == icode && !n.src_slots.empty()) {
+      const int64_t D = p.slots[n.src_slots[0]].shape.back();
+      mask |= D == 64 ? 1 : D == 128 ? 2 : 0;
+    }
+  return mask;
+}
+
 // The device type of one icode; may append a parameter struct to `params`. (No iostreams here: the
 // extension can meet a different libstdc++ at run time, seen crashing in numeric ostream inserts.)
-std::string device_type(const IType& it, int icode, const Profile& profile, std::string& params) {
+std::string device_type(const Program& prog, int icode, std::string& params) {
+  const IType& it = *prog.icodes[icode];
+  const Profile& profile = prog.profile;
   const std::string P = "P" + std::to_string(icode);
   const std::string name = it.name();
   if (name == "Noop") return "mk::Noop";
@@ -88,29 +102,49 @@ std::string device_type(const IType& it, int icode, const Profile& profile, std:
               ";\n  static constexpr bool has_weight = " + (r->has_weight() ? "true" : "false") + ";\n};\n";
     return "mk::RMSNorm<" + P + ">";
   }
+  if (const auto* a = dynamic_cast<const Attention*>(&it)) {
+    // The device body is written for 128 query rows per CTA (profile h200) and kv blocks dividing
+    // attn_kv_block ([Note: attention kv blocks]).
+    if (profile.attn_cta_q == 128 && !profile.attn_pair_tiles && profile.attn_kv_block % 128 == 0) {
+      params += "struct " + P + " {  // " + it.str() + "\n  static constexpr bool causal = " +
+                (a->causal() ? "true" : "false") + ";\n  static constexpr float scale_log2 = " +
+                float_literal(a->scale() * 1.4426950408889634) + ";\n  static constexpr int head_dims = " +
+                std::to_string(attention_head_dims(prog, icode)) + ";\n  static constexpr unsigned bshd = " +
+                std::to_string(a->bshd()) + ";\n};\n";
+      return "mk::Attention<" + P + ">";
+    }
+  }
   throw GpuError("megakittens: IType " + it.str() + " has no GPU body yet (kernels/mk/itypes/)");
 }
 
 }  // namespace
 
-std::vector<int> xmap_index(const Program& p) {
-  std::vector<int> idx(p.slots.size(), -1);
-  for (const auto& n : p.nodes)
-    if (n.itype->name() == "Gemm") {
+XmapPlan xmap_plan(const Program& p) {
+  XmapPlan x;
+  x.index.assign(p.slots.size(), -1);
+  x.strided.assign(p.slots.size(), false);
+  std::vector<bool> used(p.slots.size(), false);
+  for (const auto& n : p.nodes) {
+    const std::string name = n.itype->name();
+    if (name == "Gemm") {
       // A and B (TMA loads) and D (TMA store); a bias input is read with plain loads.
-      for (size_t k = 0; k < n.src_slots.size() && k < 2; ++k) idx[n.src_slots[k]] = 0;
-      for (int s : n.dst_slots) idx[s] = 0;
+      for (size_t k = 0; k < n.src_slots.size() && k < 2; ++k) used[n.src_slots[k]] = true;
+      for (int s : n.dst_slots) used[s] = true;
+    } else if (name == "Attention") {
+      const unsigned bshd = static_cast<const Attention&>(*n.itype).bshd();
+      for (size_t k = 0; k < n.src_slots.size() && k < 3; ++k) {
+        used[n.src_slots[k]] = true;
+        if (bshd & (1u << k)) x.strided[n.src_slots[k]] = true;
+      }
+      for (int s : n.dst_slots) used[s] = true;
     }
-  int k = 0;
-  for (auto& v : idx)
-    if (v == 0) v = k++;
-  return idx;
-}
-
-int num_xmaps(const Program& p) {
-  int k = 0;
-  for (int v : xmap_index(p)) k += v >= 0;
-  return k;
+  }
+  for (size_t s = 0; s < used.size(); ++s)
+    if (used[s]) {
+      x.index[s] = x.count;
+      x.count += x.strided[s] ? 2 : 1;
+    }
+  return x;
 }
 
 std::string generate_source(const Program& p) {
@@ -124,7 +158,7 @@ std::string generate_source(const Program& p) {
                          dtype_name(p.slots[s].dtype) + " tensors (node '" + n.name + "')");
   std::string params, cases;
   for (size_t i = 0; i < p.icodes.size(); ++i) {
-    const std::string t = device_type(*p.icodes[i], static_cast<int>(i), p.profile, params);
+    const std::string t = device_type(p, static_cast<int>(i), params);
     cases += "      case " + std::to_string(i) + ": f.template operator()<" + t + ">(); break;  // " +
              p.icodes[i]->str() + "\n";
   }
@@ -147,10 +181,10 @@ std::string generate_source(const Program& p) {
   }
   s += "#define MK_CLUSTER_SIZE " + std::to_string(p.cluster_size) + "\n";
   s += "#define MK_NUM_SLOTS " + std::to_string(std::max<size_t>(1, p.slots.size())) + "\n";
-  s += "#define MK_NUM_XMAPS " + std::to_string(std::max(1, num_xmaps(p))) + "\n";
+  s += "#define MK_NUM_XMAPS " + std::to_string(std::max(1, xmap_plan(p).count)) + "\n";
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
   s += "#include \"mk/itypes/elementwise.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
-  s += "#include \"mk/itypes/gemm.cuh\"\n\n";
+  s += "#include \"mk/itypes/gemm.cuh\"\n#include \"mk/itypes/attention.cuh\"\n\n";
   s += "namespace mk_gen {\n" + params + "struct Visit {\n";
   s += "  static constexpr int kNumIcodes = " + std::to_string(p.icodes.size()) + ";\n";
   s += "  template <class F>\n  static __device__ __forceinline__ void visit(int icode, F&& f) {\n";

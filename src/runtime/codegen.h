@@ -12,10 +12,17 @@ namespace mk::rt {
 // Throws GpuError when an icode's IType has no device body yet.
 std::string generate_source(const Program&);
 
-// Per slot: its index among the 64x64 128B-swizzled tile maps (kernels/mk/vm.cuh `xmaps`), -1 when no
-// instruction needs one (today: the A, B and D slots of every Gemm node). The generated source's
-// MK_NUM_XMAPS is max(1, number of such slots); src/runtime/launch.cpp encodes the maps.
-std::vector<int> xmap_index(const Program&);
-int num_xmaps(const Program&);
+// The 64x64 128B-swizzled bf16 tile maps (kernels/mk/vm.cuh `xmaps`) of the slots that the wgmma
+// ITypes TMA (Gemm: A, B, D; Attention: q, k, v, o). index[s]: the slot's first map, -1 none: the map
+// of its own (padded) shape, box 64 columns x 64 rows. strided[s]: xmaps[index + 1] is a second map of
+// the same memory with box 64 x 1 x 64 over dims (c, r, d) - 64 rows of dim d at one r - for an
+// Attention operand stored as (B, S, H, D) (kernels/mk/itypes/attention.cuh). The generated source's
+// MK_NUM_XMAPS is max(1, count); src/runtime/launch.cpp encodes the maps.
+struct XmapPlan {
+  std::vector<int> index;
+  std::vector<bool> strided;
+  int count = 0;
+};
+XmapPlan xmap_plan(const Program&);
 
 }  // namespace mk::rt

@@ -59,14 +59,14 @@ void trace(const char* step) {
 size_t xmaps_offset(size_t nslots) { return (kCommonBytes + nslots * (kMapBytes + kSlotBytes) + 63) / 64 * 64; }
 size_t params_bytes(size_t nslots, size_t nxmaps) { return xmaps_offset(nslots) + std::max<size_t>(1, nxmaps) * kMapBytes; }
 
-// A 4-D (c, r, d, b) bf16 tile map of the slot's padded shape, box {box_c, box_r, 1, 1}.
+// A 4-D (c, r, d, b) bf16 tile map of the slot's padded shape, box {box_c, box_r, box_d, 1}.
 CUresult encode_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t box_c, cuuint32_t box_r,
-                    CUtensorMapSwizzle swizzle) {
+                    CUtensorMapSwizzle swizzle, cuuint32_t box_d = 1) {
   const Driver& d = driver();
   if ((ptr % 16) != 0 || (p[3] * 2) % 16 != 0) return CUDA_ERROR_INVALID_VALUE;
   const cuuint64_t dims[4] = {cuuint64_t(p[3]), cuuint64_t(p[2]), cuuint64_t(p[1]), cuuint64_t(p[0])};
   const cuuint64_t strides[3] = {cuuint64_t(p[3] * 2), cuuint64_t(p[2] * p[3] * 2), cuuint64_t(p[1] * p[2] * p[3] * 2)};
-  const cuuint32_t box[4] = {box_c, box_r, 1, 1}, estr[4] = {1, 1, 1, 1};
+  const cuuint32_t box[4] = {box_c, box_r, box_d, 1}, estr[4] = {1, 1, 1, 1};
   return d.cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, reinterpret_cast<void*>(ptr), dims,
                                   strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -147,12 +147,12 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
     throw GpuError("megakittens: the GPU runtime supports cluster sizes 1 and 2, got " +
                    std::to_string(program_.cluster_size));
   const size_t nslots = std::max<size_t>(1, program_.slots.size());
-  xmap_index_ = xmap_index(program_);
-  const size_t nx = static_cast<size_t>(num_xmaps(program_));
+  xmaps_ = xmap_plan(program_);
+  const size_t nx = static_cast<size_t>(xmaps_.count);
   if (params_bytes(nslots, nx) > kMaxParamBytes)
     throw GpuError("megakittens: " + std::to_string(nslots) + " tensor slots (" + std::to_string(nx) +
-                   " of them Gemm operands) exceed the 32,764-byte kernel parameter (160 B a slot + 128 B a Gemm "
-                   "operand; at most 203 slots for now)");
+                   " tile maps of Gemm / Attention operands) exceed the 32,764-byte kernel parameter (160 B a "
+                   "slot + 128 B a tile map; at most 203 slots for now)");
 
   // JIT with the disk cache.
   trace("generate source");
@@ -232,7 +232,7 @@ GpuKernel::~GpuKernel() {
 
 void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
   const size_t nslots = std::max<size_t>(1, program_.slots.size());
-  params_.assign(params_bytes(nslots, static_cast<size_t>(num_xmaps(program_))), 0);
+  params_.assign(params_bytes(nslots, static_cast<size_t>(xmaps_.count)), 0);
   for (size_t s = 0; s < program_.slots.size(); ++s) {
     const TensorMeta& m = program_.slots[s];
     const Coord4 p = m.padded();
@@ -245,14 +245,17 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
       auto* map = reinterpret_cast<CUtensorMap*>(params_.data() + kCommonBytes + s * kMapBytes);
       if (encode_map(map, ptrs[s], p, 128, 128, CU_TENSOR_MAP_SWIZZLE_NONE) == CUDA_SUCCESS) sd.flags |= 1;
     }
-    if (xmap_index_[s] >= 0) {
-      // Gemm operands and output: 64x64 boxes (128-byte rows), 128-byte swizzle (kernels/mk/itypes/gemm.cuh).
-      auto* map = reinterpret_cast<CUtensorMap*>(params_.data() + xmaps_offset(nslots) + xmap_index_[s] * kMapBytes);
-      if (m.dtype != DType::bf16 || encode_map(map, ptrs[s], p, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) != CUDA_SUCCESS)
+    if (const int x = xmaps_.index[s]; x >= 0) {
+      // Gemm / Attention operands and outputs: 64x64 boxes (128-byte rows), 128-byte swizzle
+      // (kernels/mk/itypes/gemm.cuh); a (B, S, H, D) Attention operand also gets 64 rows along dim d.
+      auto* map = reinterpret_cast<CUtensorMap*>(params_.data() + xmaps_offset(nslots) + x * kMapBytes);
+      bool ok = m.dtype == DType::bf16 && encode_map(map, ptrs[s], p, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) == CUDA_SUCCESS;
+      if (ok && xmaps_.strided[s]) ok = encode_map(map + 1, ptrs[s], p, 64, 1, CU_TENSOR_MAP_SWIZZLE_128B, 64) == CUDA_SUCCESS;
+      if (!ok)
         throw GpuError("megakittens: tensor slot " + std::to_string(s) + " (" + m.str() +
-                       ") is a Gemm operand and needs a TMA tile map: its base address must be 16-byte aligned and "
-                       "its last dim a multiple of 8 bf16 elements");
-      sd.xmap = xmap_index_[s];
+                       ") is a Gemm / Attention operand and needs a TMA tile map: its base address must be 16-byte "
+                       "aligned and its last dim a multiple of 8 bf16 elements");
+      sd.xmap = x;
     }
     if (needs_map_[s] && !(sd.flags & 1))
       throw GpuError("megakittens: tensor slot " + std::to_string(s) + " (" + m.str() +

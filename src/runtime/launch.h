@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/codegen.h"
 #include "runtime/driver.h"
 #include "schedule/program.h"
 
@@ -92,7 +93,7 @@ class GpuKernel {
   std::vector<unsigned char> params_;  // Common + maps + slot descriptors + Gemm maps
   std::vector<uint64_t> params_ptrs_;  // slot pointers params_ was built for
   std::vector<bool> needs_map_;
-  std::vector<int> xmap_index_;  // per slot: its Gemm tile map in Globals::xmaps, -1 none
+  XmapPlan xmaps_;  // per slot: its Gemm / Attention tile maps in Globals::xmaps
   int64_t planted_ = -1;
 };
 

@@ -178,6 +178,16 @@ Resolution rms_norm(const OpCall& c) {
   return r;
 }
 
+// Which of q, k, v are read through a transpose(1, 2) of a (B, S, H, D) tensor depends on the folded
+// views: bound once the tracer has them.
+Resolution attention(const OpCall& c, bool causal, double scale, const FxArg& q, const FxArg& k, const FxArg& v) {
+  Resolution r{std::make_shared<Attention>(causal, scale), c.target(), {&q, &k, &v}};
+  r.bind = [causal, scale](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<Attention>(causal, scale, Attention::bshd_for(views));
+  };
+  return r;
+}
+
 // Shared by every SDPA flavour: dropout rejected, masks rejected, scale None -> 1/sqrt(D).
 Resolution sdpa(const OpCall& c, const char* mask) {
   if (const double p = c.f64("dropout_p", 0.0); p != 0.0) c.fail("dropout is not supported, got dropout_p=", p);
@@ -187,8 +197,7 @@ Resolution sdpa(const OpCall& c, const char* mask) {
   const FxTensor& qm = c.meta(q);
   if (qm.shape.empty() || qm.shape.back() <= 0) c.fail("query has no head dim, shape rank ", qm.shape.size());
   const double scale = c.opt_f64("scale").value_or(1.0 / std::sqrt(static_cast<double>(qm.shape.back())));
-  return {std::make_shared<Attention>(c.flag("is_causal", false), scale), c.target(),
-          {&q, &c.tensor("key"), &c.tensor("value")}};
+  return attention(c, c.flag("is_causal", false), scale, q, c.tensor("key"), c.tensor("value"));
 }
 
 // ---- data movement: copies and casts, embedding, cat, row reductions (docs/itypes.md) ----
@@ -387,9 +396,8 @@ const std::map<std::string, Entry>& registry() {
         }}},
       {"megakittens.attention.default",
        {"q, k, v, causal, scale",
-        [](const OpCall& c) -> Resolution {
-          return {std::make_shared<Attention>(c.flag("causal"), c.f64("scale")), c.target(),
-                  {&c.tensor("q"), &c.tensor("k"), &c.tensor("v")}};
+        [](const OpCall& c) {
+          return attention(c, c.flag("causal"), c.f64("scale"), c.tensor("q"), c.tensor("k"), c.tensor("v"));
         }}},
   };
   return r;

@@ -1051,14 +1051,14 @@ TEST(AttentionIType, Tiling) {
   const NodeInfo n = attn_node(1, 4, 2, 1024, 1024, 128, Profile::b200(), 2);
   full.validate(n);
   ASSERT_EQ(full.num_instructions(n), 16);
-  EXPECT_EQ(full.instruction(n, 0).indices, (std::vector<int32_t>{0, 0, 0, 0, 256, 1024}));
-  EXPECT_EQ(full.instruction(n, 3).indices, (std::vector<int32_t>{0, 0, 0, 768, 256, 1024}));
-  EXPECT_EQ(full.instruction(n, 4).indices, (std::vector<int32_t>{0, 1, 0, 0, 256, 1024}));
-  EXPECT_EQ(full.instruction(n, 10).indices, (std::vector<int32_t>{0, 2, 1, 512, 256, 1024}));
+  EXPECT_EQ(full.instruction(n, 0).indices, (std::vector<int32_t>{0, 0, 0, 0, 256, 1024, 128}));
+  EXPECT_EQ(full.instruction(n, 3).indices, (std::vector<int32_t>{0, 0, 0, 768, 256, 1024, 128}));
+  EXPECT_EQ(full.instruction(n, 4).indices, (std::vector<int32_t>{0, 1, 0, 0, 256, 1024, 128}));
+  EXPECT_EQ(full.instruction(n, 10).indices, (std::vector<int32_t>{0, 2, 1, 512, 256, 1024, 128}));
   // Causal: longest query tiles first; kv_end stops after the rank's last row.
-  EXPECT_EQ(causal.instruction(n, 0).indices, (std::vector<int32_t>{0, 0, 0, 512, 256, 768}));
-  EXPECT_EQ(causal.instruction(n, 1).indices, (std::vector<int32_t>{0, 0, 0, 768, 256, 1024}));
-  EXPECT_EQ(causal.instruction(n, 2).indices, (std::vector<int32_t>{0, 0, 0, 0, 256, 256}));
+  EXPECT_EQ(causal.instruction(n, 0).indices, (std::vector<int32_t>{0, 0, 0, 512, 256, 768, 128}));
+  EXPECT_EQ(causal.instruction(n, 1).indices, (std::vector<int32_t>{0, 0, 0, 768, 256, 1024, 128}));
+  EXPECT_EQ(causal.instruction(n, 2).indices, (std::vector<int32_t>{0, 0, 0, 0, 256, 256, 128}));
   const InstrDesc d = causal.instruction(n, 0);  // pair tiles: q and o cover the cluster tile
   EXPECT_EQ(d.reads[0], (std::vector<Box>{Box{{0, 0, 512, 0}, {1, 1, 1024, 128}}}));
   EXPECT_EQ(d.writes[0], d.reads[0]);
@@ -1069,15 +1069,24 @@ TEST(AttentionIType, Tiling) {
   // h200, Sq = 300, cluster 2: tiles [0, 256) and [256, 512); rank 1 of the second is empty.
   const NodeInfo h = attn_node(2, 2, 1, 300, 200, 64, Profile::h200(), 2);
   ASSERT_EQ(full.num_instructions(h), 2 * 2 * 2 * 2);
-  EXPECT_EQ(full.instruction(h, 2).indices, (std::vector<int32_t>{0, 0, 0, 256, 44, 200}));
+  EXPECT_EQ(full.instruction(h, 2).indices, (std::vector<int32_t>{0, 0, 0, 256, 44, 200, 64}));
   const InstrDesc e = full.instruction(h, 3);
   EXPECT_EQ(e.indices[4], 0);
   EXPECT_TRUE(e.reads[0].empty());
   EXPECT_TRUE(e.writes[0].empty());
-  EXPECT_EQ(causal.instruction(h, 0).indices, (std::vector<int32_t>{0, 0, 0, 256, 44, 200}));
-  EXPECT_EQ(causal.instruction(h, 2).indices, (std::vector<int32_t>{0, 0, 0, 0, 128, 128}));
+  EXPECT_EQ(causal.instruction(h, 0).indices, (std::vector<int32_t>{0, 0, 0, 256, 44, 200, 64}));
+  EXPECT_EQ(causal.instruction(h, 2).indices, (std::vector<int32_t>{0, 0, 0, 0, 128, 128, 64}));
   expect_exact_cover(causal, h);
   expect_exact_cover(full, h);
+
+  // h200 reads K/V in whole kv blocks of attn_kv_block = 128 rows ([Note: attention kv blocks]):
+  // Sq = 100 < Sk = 1000, causal: kv_end = 100, K/V rows [0, 128) read; Sk = 90: clipped to [0, 90).
+  const NodeInfo r = attn_node(1, 1, 1, 100, 1000, 128, Profile::h200(), 1);
+  const InstrDesc rd = causal.instruction(r, 0);
+  EXPECT_EQ(rd.indices, (std::vector<int32_t>{0, 0, 0, 0, 100, 100, 128}));
+  EXPECT_EQ(rd.reads[1], (std::vector<Box>{Box{{0, 0, 0, 0}, {1, 1, 128, 128}}}));
+  EXPECT_EQ(causal.instruction(attn_node(1, 1, 1, 100, 90, 64, Profile::h200(), 1), 0).reads[2],
+            (std::vector<Box>{Box{{0, 0, 0, 0}, {1, 1, 90, 64}}}));
 }
 
 TEST(AttentionIType, Validate) {
@@ -1093,7 +1102,22 @@ TEST(AttentionIType, Validate) {
   NodeInfo sliced = attn_node(1, 2, 2, 64, 64, 64, p, 1);
   sliced.inputs[0] = {bf16({1, 2, 128, 64}), TensorRange::full({1, 2, 128, 64}).slice(2, 0, 64)};
   const std::string s = error_of([&] { t.validate(sliced); });
-  EXPECT_NE(s.find("whole tensor"), std::string::npos) << s;
+  EXPECT_NE(s.find("whole (B, H, S, D) tensor"), std::string::npos) << s;
+  // (B, S, H, D) backings read through transpose(1, 2): accepted with the bshd mask, which the views set.
+  const Operand qt{bf16({1, 64, 2, 64}), TensorRange::full({1, 64, 2, 64}).transpose(1, 2)};
+  NodeInfo bshd = attn_node(1, 2, 2, 64, 64, 64, p, 1);
+  bshd.inputs[0] = bshd.inputs[2] = qt;
+  EXPECT_EQ(Attention::bshd_for({qt.range, bshd.inputs[1].range, qt.range}), Attention::kBshdQ | Attention::kBshdV);
+  Attention(false, 0.125, Attention::kBshdQ | Attention::kBshdV).validate(bshd);
+  EXPECT_EQ(Attention(false, 0.125, 5).params(), "causal=0,scale=0.125,bshd=qv");
+  const std::string m = error_of([&] { Attention(false, 0.125, Attention::kBshdQ).validate(bshd); });
+  EXPECT_NE(m.find("v must be a whole (B, H, S, D) tensor"), std::string::npos) << m;
+  // Any other permutation (here (B, D, S, H) seen as (B, H, S, D)) is rejected.
+  NodeInfo perm = attn_node(1, 2, 2, 64, 64, 64, p, 1);
+  perm.inputs[1] = {bf16({1, 64, 64, 2}), TensorRange::full({1, 64, 64, 2}).permute({0, 3, 2, 1})};
+  EXPECT_EQ(Attention::bshd_for({perm.inputs[0].range, perm.inputs[1].range}), 0u);
+  const std::string pm = error_of([&] { t.validate(perm); });
+  EXPECT_NE(pm.find("k must be a whole"), std::string::npos) << pm;
   NodeInfo kv = attn_node(1, 2, 2, 64, 64, 64, p, 1);
   kv.inputs[2] = whole({1, 2, 32, 64});
   EXPECT_THROW(t.validate(kv), CompileError);
@@ -1107,14 +1131,33 @@ TEST(AttentionIType, ExecuteMatchesNaive) {
       for (auto [Sq, Sk] : {std::pair{40, 40}, std::pair{40, 56}, std::pair{50, 24}}) {
         Profile p = pair ? Profile::b200() : Profile::h200();
         p.attn_cta_q = 16;
+        p.attn_kv_block = pair ? 1 : 16;
         const int B = 2, H = 4, Hk = 2, D = 64;
         const double scale = 0.2;
+        // q and v as (B, S, H, D) tensors read through transpose(1, 2) when not pair (the bshd mask).
+        const unsigned bshd = pair ? 0u : Attention::kBshdQ | Attention::kBshdV;
         TestCtx ctx;
-        const int q = add_slot(ctx, {B, H, Sq, D}), k = add_slot(ctx, {B, Hk, Sk, D}),
-                  v = add_slot(ctx, {B, Hk, Sk, D}), o = add_slot(ctx, {B, H, Sq, D}, false);
-        const Attention t(causal, scale);
-        run_node(t, attn_node(B, H, Hk, Sq, Sk, D, p, 2), ctx, {q, k, v}, o);
-        const auto &qv = ctx.slots[q].data, &kv = ctx.slots[k].data, &vv = ctx.slots[v].data;
+        const int q = bshd ? add_slot(ctx, {B, Sq, H, D}) : add_slot(ctx, {B, H, Sq, D});
+        const int k = add_slot(ctx, {B, Hk, Sk, D});
+        const int v = bshd ? add_slot(ctx, {B, Sk, Hk, D}) : add_slot(ctx, {B, Hk, Sk, D});
+        const int o = add_slot(ctx, {B, H, Sq, D}, false);
+        const Attention t(causal, scale, bshd);
+        NodeInfo n = attn_node(B, H, Hk, Sq, Sk, D, p, 2);
+        if (bshd) {
+          n.inputs[0] = {bf16({B, Sq, H, D}), TensorRange::full({B, Sq, H, D}).transpose(1, 2)};
+          n.inputs[2] = {bf16({B, Sk, Hk, D}), TensorRange::full({B, Sk, Hk, D}).transpose(1, 2)};
+        }
+        run_node(t, n, ctx, {q, k, v}, o);
+        std::vector<float> qv = ctx.slots[q].data, kv = ctx.slots[k].data, vv = ctx.slots[v].data;
+        auto to_bhsd = [&](const std::vector<float>& x, int Hx, int S) {  // (B, S, Hx, D) -> (B, Hx, S, D)
+          std::vector<float> y(x.size());
+          for (int b = 0; b < B; ++b)
+            for (int s = 0; s < S; ++s)
+              for (int h = 0; h < Hx; ++h)
+                for (int c = 0; c < D; ++c) y[((b * Hx + h) * S + s) * D + c] = x[((b * S + s) * Hx + h) * D + c];
+          return y;
+        };
+        if (bshd) qv = to_bhsd(qv, H, Sq), vv = to_bhsd(vv, Hk, Sk);
         std::vector<double> want;
         for (int b = 0; b < B; ++b)
           for (int h = 0; h < H; ++h)

@@ -451,6 +451,24 @@ TEST(Trace, AttentionVariants) {
   expect_error(b.g, {"node 'sdpa'", "dropout_p=0.1"});
 }
 
+TEST(Trace, AttentionReadsBshdViewsInPlace) {
+  // q, v = x.view(B, S, H, D).transpose(1, 2) (what models feed SDPA): bound as bshd=qv, nothing copied.
+  GraphBuilder b;
+  const int xq = b.placeholder("xq", {1, 128, 4, 64});
+  const int k = b.placeholder("k", {1, 4, 128, 64});
+  const int xv = b.placeholder("xv", {1, 128, 4, 64});
+  const int q = b.call("tq", "aten.transpose.int", {ref(xq), num(1), num(2)}, {1, 4, 128, 64});
+  const int v = b.call("tv", "aten.transpose.int", {ref(xv), num(1), num(2)}, {1, 4, 128, 64});
+  const int o = b.call("sdpa", "aten.scaled_dot_product_attention.default", {ref(q), ref(k), ref(v)}, {1, 4, 128, 64});
+  b.output({o});
+  const DAG d = trace(b.g);
+  const Node& n = d.nodes[d.nodes.back().inputs[0].node];  // the output node reads the sdpa node
+  EXPECT_EQ(n.itype->str(), "Attention(causal=0,scale=0.125,bshd=qv)");
+  ASSERT_EQ(n.inputs.size(), 3u);
+  EXPECT_EQ(n.inputs[0].node, 0);  // the placeholder itself: no copy node
+  EXPECT_EQ(n.inputs[0].range.view_dim, (std::array<int8_t, 4>{0, 2, 1, 3}));
+}
+
 TEST(Trace, CustomOps) {
   GraphBuilder b;
   const int x = b.placeholder("x", {64, 128});

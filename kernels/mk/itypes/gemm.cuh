@@ -64,7 +64,7 @@
 // use it (fixed semaphore). D is always a whole tensor (the Gemm's own output), so its tiles end at
 // the tensor's edges and TMA clipping is exact.
 #pragma once
-#include "mk/vm.cuh"
+#include "mk/tile.cuh"
 
 namespace mk {
 
@@ -73,7 +73,6 @@ template <bool TA = false, bool TB = false, int BIAS = 0>
 struct GemmT {
   static_assert(BIAS >= 0 && BIAS <= 2, "BIAS: 0 none, 1 row, 2 full");
   static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
-  static constexpr int kBox = 64, kBoxBytes = kBox * kBox * 2;  // one 64x64 bf16 TMA box: 8 KB
   static constexpr int kEpiLid = 6;
   // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows n_cols K
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
@@ -154,27 +153,6 @@ struct GemmT {
   static __device__ __forceinline__ void zero_k_rows(unsigned char* p, int boxes, int kr, int lane) {
     for (int j = 0; j < boxes; ++j)
       for (int e = kr * 32 + lane; e < kBK * 32; e += 32) reinterpret_cast<u32*>(p + j * kBoxBytes)[e] = 0u;
-  }
-
-  // Consumer wait in the k-loop, while wgmma may be in flight: every lane polls the mbarrier itself and
-  // the watchdog is inlined, because a lane-0 branch or a function call in front of the wgmma makes
-  // ptxas serialize them (C7518). Returns 0 when the phase completed, 1 when another warp aborted,
-  // 2 on a timeout (the caller reports it once no wgmma is pending).
-  static __device__ __forceinline__ int wait_mma(const Ctx& c, u64* bar, u32 parity, long long& waited) {
-    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return 0;
-    u64 start = 0;
-    u32 spins = 0;
-    while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
-      if ((++spins & kWatchEvery) == 0) {
-        if (ptx::ld_volatile(c.g->c.abort_flag) != 0) return 1;
-        const u64 now = ptx::globaltimer(), timeout = c.g->c.timeout_ns;
-        if (start == 0) start = now;
-        else if (timeout != 0 && now - start >= timeout) {
-          waited = static_cast<long long>(now - start);
-          return 2;
-        }
-      }
-    return 0;
   }
 
   static __device__ void load(Ctx& c) {
@@ -305,15 +283,8 @@ struct GemmT {
       const int s = kt & 3;
       const bool last_fixed = kt == d.nk - 1 && fix;
       const u32 parity = last_fixed ? 0u : static_cast<u32>((kt >> 2) & 1);
-      long long waited = 0;
-      // The failure path must be warp-uniform: wgmma_wait below is .aligned.
-      const int r = __reduce_max_sync(0xffffffffu, wait_mma(c, c.sem(last_fixed ? kFixed : kFull + s), parity, waited));
-      if (r != 0) {
-        ptx::wgmma_wait<0>();
-        if (r == 2) raise_abort(c, 3, last_fixed ? kFixed : kFull + s, static_cast<int>(parity), -1, waited);
-        c.aborted = true;
-        return;
-      }
+      const int sem = last_fixed ? kFixed : kFull + s;
+      if (!mma_wait(c, c.sem(sem), parity, sem)) return;
       {  // both warpgroups issue even when warpgroup 1 has no rows (m_rows <= 64): it then multiplies
          // stale shared memory into rows nobody stores, since a branch here serializes the wgmma (C7518)
         const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);

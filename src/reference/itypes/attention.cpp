@@ -14,12 +14,15 @@ void Attention::execute(const Instruction& in, ExecContext& ctx) const {
   const int64_t b = in.indices[0], h = in.indices[1], hk = in.indices[2], s0 = in.indices[3];
   const int64_t q_rows = in.indices[4], kv_end = in.indices[5];
   if (q_rows <= 0) return;  // a rank past Sq: nothing of its own to compute
-  const int64_t D = ctx.meta(in.src_tensors[0]).padded()[3];
-  const Box qb{{b, h, s0, 0}, {b + 1, h + 1, s0 + q_rows, D}};
-  const Box kvb{{b, hk, 0, 0}, {b + 1, hk + 1, kv_end, D}};
-  const std::vector<float> q = ctx.load(in.src_tensors[0], qb);
-  const std::vector<float> k = kv_end > 0 ? ctx.load(in.src_tensors[1], kvb) : std::vector<float>{};
-  const std::vector<float> v = kv_end > 0 ? ctx.load(in.src_tensors[2], kvb) : std::vector<float>{};
+  const int64_t D = in.indices[6];
+  // Rows s0.. of head h: backing box (b, h, s, d), or (b, s, h, d) for an operand stored as (B, S, H, D).
+  auto rows = [&](int bit, int64_t head, int64_t lo, int64_t hi) {
+    return (bshd_ & bit) ? Box{{b, lo, head, 0}, {b + 1, hi, head + 1, D}}
+                         : Box{{b, head, lo, 0}, {b + 1, head + 1, hi, D}};
+  };
+  const std::vector<float> q = ctx.load(in.src_tensors[0], rows(kBshdQ, h, s0, s0 + q_rows));
+  const std::vector<float> k = kv_end > 0 ? ctx.load(in.src_tensors[1], rows(kBshdK, hk, 0, kv_end)) : std::vector<float>{};
+  const std::vector<float> v = kv_end > 0 ? ctx.load(in.src_tensors[2], rows(kBshdV, hk, 0, kv_end)) : std::vector<float>{};
   const float scale = static_cast<float>(scale_);
   std::vector<float> o(q_rows * D, 0.f), p(kv_end);
   for (int64_t r = 0; r < q_rows; ++r) {
@@ -40,7 +43,7 @@ void Attention::execute(const Instruction& in, ExecContext& ctx) const {
       for (int64_t c = 0; c < D; ++c) o[r * D + c] += w * v[j * D + c];
     }
   }
-  ctx.store(in.dst_tensors[0], qb, o);
+  ctx.store(in.dst_tensors[0], Box{{b, h, s0, 0}, {b + 1, h + 1, s0 + q_rows, D}}, o);
 }
 
 }  // namespace mk

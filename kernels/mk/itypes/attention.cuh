@@ -1,0 +1,443 @@
+// Attention: o = softmax(scale * q k^T + mask) v in fp32, bf16 in and out (DESIGN §7, hopper-notes
+// §2.2, docs/itypes.md). One instruction = 128 query rows [s0, s0 + 128) of one (b, h) (q_rows of them
+// real, the rest past Sq and never stored) against keys [0, kv_end) of KV head hk, FlashAttention-3
+// style: K/V streamed through pages, S = Q K^T by wgmma, online softmax in fp32 registers (exp2 with
+// scale * log2(e) folded in), P as the register A operand of O += P V.
+//
+// Roles.
+// - Loader (warp 9, one lane): TMA Q (128 x D, 64x64 boxes, 128-byte swizzle) into lid 0, then the
+//   kv blocks: block kb = keys [kb*BN, kb*BN + BN), its K and V tiles into stage kb % kStages; fullK /
+//   fullV (TMA bytes) per stage, empty (8 consumer warps) hands a stage back. Drain: each stage's pages
+//   are released once its last block is consumed.
+// - Consumers (warps 0-7): warpgroup w owns query rows 64w..64w+63: S (64 x BN, BN/2 fp32 registers
+//   per thread), O (64 x D, D/2 registers), P (bf16, BN/4 registers). Turn 0 issues S_0; turn kb
+//   issues S_kb and O += P_{kb-1} V_{kb-1} together, then the softmax of S_kb runs while the P V
+//   wgmma is in flight (intra-warpgroup overlap), and O is rescaled once it lands; the last turn issues
+//   the last P V. Ping-pong: the two warpgroups take turns issuing (mbarriers turn[0], turn[1]), so
+//   one's softmax overlaps the other's wgmma. Epilogue: O / l in bf16 into the warpgroup's own Q
+//   boxes in lid 0 (no other warpgroup reads them), proxy fence, staged[w].
+// - Storer (warp 10): reuse barriers, waits staged[0] and staged[1] (both, so that lid 0 is free of
+//   every reader), TMA-stores the boxes of rows < q_rows (clipped at Sq), releases lid 0, store_done.
+//
+// [Note: attention pages] lid 0 = Q (boxes (row box i, d half j) at j * 16 KB + i * 8 KB), later O.
+// A K or V tile (BN x D) keeps the same box order: (i, j) at j * BN * 128 + i * 8 KB, so both are
+// 1024-byte-aligned 128-byte-swizzled rows ([Note: wgmma descriptors], gemm.cuh). One stage = K + V:
+// 32 KB = one page (D = 64, BN = 128 or D = 128, BN = 64; 6 stages, lids 1..6, V at +16 KB) or 64 KB =
+// two pages (D = 128, BN = 128; 3 stages, lids (1, 2), (3, 4), (5, 6)). lid_release_order: the pages
+// of unused stages, then the stages in the order their last block drains, lid 0 last.
+//
+// Descriptors (128-byte swizzle, SBO = 1024 = eight 128-byte rows):
+// - S = Q K^T, k16 step t < D/16: A = Q (K-major) at Q + (t/4) * 16 KB + w * 8 KB + 32 t%4 (LBO
+//   unused), B = K as K-major (N = BN key rows of 128 B) at K + (t/4) * BN*128 + 32 t%4.
+// - O += P V, k16 step t < BN/16: A = P registers ([Note: wgmma register A], mk/wgmma.cuh), B = V
+//   as N-major (imm-trans-b = 1): d halves LBO = BN*128 apart, step t at V + 2048 t.
+//
+// Masking: column j of row i is masked (-inf, so P = 0) when j >= kv_end, or j > i when causal
+// (top-left, as SDPA). Block 0 always holds key 0, which no row masks, so the running max is finite
+// from the first block on. [Note: attention kv blocks] (src/itypes/attention.cpp): the host declares
+// K/V reads up to the end of the last block, so the masked rows of V that P = 0 multiplies are
+// written data (0 * NaN would poison O). A 64-row box that would start at or past its sequence end
+// loads that sequence's last 64 rows instead (masked or never stored), so every box is partly in
+// bounds and TMA zero-fills the rest.
+//
+// Layouts: P::bshd bit k (q, k, v) = that operand is a (B, S, H, D) tensor read as (B, H, S, D): its
+// TMA map is the slot's second xmap (box 64 d x 1 head x 64 rows, src/runtime/launch.cpp) and the
+// box coordinates are (d, h, s, b) instead of (d, s, h, b).
+#pragma once
+#include <cuda/std/limits>
+
+#include "mk/tile.cuh"
+
+#ifndef MK_ATTN_BN_D128  // kv block rows for D = 128: 64 (6 stages) or 128 (3 stages; spills at 168 registers)
+#define MK_ATTN_BN_D128 64
+#endif
+#ifndef MK_ATTN_PINGPONG  // 0: the warpgroups issue independently
+#define MK_ATTN_PINGPONG 1
+#endif
+
+namespace mk {
+
+// P: struct { static constexpr bool causal; static constexpr float scale_log2;  // scale * log2(e)
+//             static constexpr int head_dims;  // bit 0: D = 64 instantiated, bit 1: D = 128
+//             static constexpr unsigned bshd; }  // bit 0 q, 1 k, 2 v (src/itypes/attention.h)
+template <class P>
+struct Attention {
+  // Indices (docs/itypes.md): b h hk s0 q_rows kv_end D.
+  static constexpr int kB = 0, kH = 1, kHk = 2, kS0 = 3, kQRows = 4, kKvEnd = 5, kD = 6;
+  static constexpr int kBM = 128;
+  static constexpr float kNegInf = -cuda::std::numeric_limits<float>::infinity();
+  static constexpr int kMaxStages = 6;
+  // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), empty[6] (8 consumer warps), staged[2] and
+  // turn[2] (the 4 warps of a warpgroup).
+  static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmpty = kFullV + kMaxStages,
+                       kStaged = kEmpty + kMaxStages, kTurn = kStaged + 2;
+  static constexpr int num_semaphores = kTurn + 2;
+  static __device__ int semaphore_count(int i) {
+    return (i >= kEmpty && i < kStaged) ? kConsumerWarps : i >= kStaged ? 4 : 1;
+  }
+
+  template <int D>
+  struct Geo {
+    static constexpr int BN = D == 64 ? 128 : MK_ATTN_BN_D128;
+    static constexpr int kTile = BN * D * 2;  // one K or V block
+    static constexpr int kPagesPerStage = 2 * kTile / kPageBytes;
+    static constexpr int kStages = (kNumPages - 1) / kPagesPerStage;
+    static_assert(kPagesPerStage == 1 || kPagesPerStage == 2, "a stage (K + V block) is 32 or 64 KB");
+    static_assert(D == 64 || D == 128, "head dim 64 or 128");
+    static __device__ __forceinline__ int k_lid(int s) { return 1 + s * kPagesPerStage; }
+    static __device__ __forceinline__ int v_lid(int s) { return k_lid(s) + kPagesPerStage - 1; }
+    static constexpr int kVOffset = kPagesPerStage == 1 ? kTile : 0;
+    static __device__ __forceinline__ int blocks(const i32* idx) { return (idx[kKvEnd] + BN - 1) / BN; }
+  };
+
+  // ---- pages ----
+
+  template <int D>
+  static __device__ int release_order(int q, const i32* idx) {
+    using G = Geo<D>;
+    if (idx[kQRows] <= 0) return q;  // the loader releases every page at once
+    const int nb = G::blocks(idx);
+    int key[kNumPages];
+    key[0] = 1 << 20;
+    for (int s = 0; s < G::kStages; ++s)
+      for (int p = 0; p < G::kPagesPerStage; ++p)
+        key[G::k_lid(s) + p] = s < nb ? nb - 1 - (nb - 1 - s) % G::kStages : -1;  // last block of stage s
+    for (int lid = 0; lid < kNumPages; ++lid) {
+      int rank = 0;
+      for (int j = 0; j < kNumPages; ++j) rank += key[j] < key[lid] || (key[j] == key[lid] && j < lid);
+      if (rank == q) return lid;
+    }
+    return q;
+  }
+  static __device__ int lid_release_order(int q, const i32* inst) {
+    const i32* idx = inst + kWIndices;
+    if constexpr ((P::head_dims & 1) != 0)
+      if (idx[kD] == 64) return release_order<64>(q, idx);
+    if constexpr ((P::head_dims & 2) != 0)
+      if (idx[kD] == 128) return release_order<128>(q, idx);
+    return q;
+  }
+
+  // ---- loader ----
+
+  // TMA of one 64x64 box: rows [s, s + 64) of head `head`, d columns [d, d + 64) of operand `slot`.
+  template <bool BSHD>
+  static __device__ __forceinline__ void load_box(const Ctx& c, int slot, unsigned char* dst, int d, int s, int head,
+                                                  int b, u64* bar) {
+    const SlotDesc& sd = c.slot(slot);
+    const int S = BSHD ? sd.dims[1] : sd.dims[2];
+    if (s >= S) s = max(S - kBox, 0);  // wholly past the end: the last rows instead (see the top)
+    const TensorMap* map = c.xmap(slot) + (BSHD ? 1 : 0);
+    const i32 coords[4] = {d, BSHD ? head : s, BSHD ? s : head, b};
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+  }
+
+  // `rows` x D rows from row r0 into boxes (i, j) at j * rows * 128 + i * 8 KB, completing on `bar`.
+  template <int D, bool BSHD>
+  static __device__ __forceinline__ void load_tile(const Ctx& c, int slot, unsigned char* dst, int rows, int r0,
+                                                   int head, int b, u64* bar) {
+    (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               bar, static_cast<u32>(rows * D * 2));
+    for (int j = 0; j < D / kBox; ++j)
+      for (int i = 0; i < rows / kBox; ++i)
+        load_box<BSHD>(c, slot, dst + j * rows * 128 + i * kBoxBytes, kBox * j, r0 + kBox * i, head, b, bar);
+  }
+
+  template <int D>
+  static __device__ void load_d(Ctx& c) {
+    using G = Geo<D>;
+    const i32* idx = c.idx();
+    if (idx[kQRows] <= 0) {  // a rank past Sq: nothing to compute, every page passes straight on
+      release_unused(c, 0);
+      return;
+    }
+    const int nb = G::blocks(idx), used = min(nb, G::kStages);
+    bool ok = true;
+    if (c.lane == 0)  // pages of stages no block uses
+      for (int lid = G::k_lid(used); lid < kNumPages && ok; ++lid) {
+        ok = page_wait_lane(c, lid);
+        if (ok) page_finish(c, lid);
+      }
+    if (!warp_ok(c, ok)) return;
+    if (!wait_inputs(c)) return;
+    if (c.lane == 0) {
+      const int b = idx[kB], h = idx[kH], hk = idx[kHk];
+      const int qs = c.src_slot(0), ks = c.src_slot(1), vs = c.src_slot(2);
+      ok = page_wait_lane(c, 0);
+      if (ok) load_tile<D, (P::bshd & 1) != 0>(c, qs, c.page(0), kBM, idx[kS0], h, b, c.sem(kQFull));
+      for (int kb = 0; kb < nb && ok; ++kb) {
+        const int s = kb % G::kStages;
+        if (kb < G::kStages) {
+          ok = page_wait_lane(c, G::k_lid(s));
+          if (ok && G::kPagesPerStage == 2) ok = page_wait_lane(c, G::v_lid(s));
+        } else {
+          ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kb / G::kStages - 1) & 1), 3, 200 + s);
+        }
+        if (!ok) break;
+        load_tile<D, (P::bshd & 2) != 0>(c, ks, c.page(G::k_lid(s)), G::BN, kb * G::BN, hk, b, c.sem(kFullK + s));
+        load_tile<D, (P::bshd & 4) != 0>(c, vs, c.page(G::v_lid(s)) + G::kVOffset, G::BN, kb * G::BN, hk, b,
+                                         c.sem(kFullV + s));
+      }
+    }
+    if (!warp_ok(c, ok)) return;
+    // Drain: as each stage's last block is consumed, free its pages.
+    if (c.lane == 0)
+      for (int kb = max(nb - G::kStages, 0); kb < nb && ok; ++kb) {
+        const int s = kb % G::kStages;
+        ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kb / G::kStages) & 1), 3, 200 + s);
+        if (!ok) break;
+        page_finish(c, G::k_lid(s));
+        if (G::kPagesPerStage == 2) page_finish(c, G::v_lid(s));
+      }
+    warp_ok(c, ok);
+  }
+
+  // ---- consumers ----
+
+  template <int N>
+  static __device__ __forceinline__ void mma_ss(float (&d)[N / 2], u64 a, u64 b, int scale_d) {
+    if constexpr (N == 64) ptx::wgmma_m64n64k16_ss<0, 0>(d, a, b, scale_d);
+    else ptx::wgmma_m64n128k16_ss<0, 0>(d, a, b, scale_d);
+  }
+  template <int N>
+  static __device__ __forceinline__ void mma_rs(float (&d)[N / 2], u32 a0, u32 a1, u32 a2, u32 a3, u64 b) {
+    if constexpr (N == 64) ptx::wgmma_m64n64k16_rs<1>(d, a0, a1, a2, a3, b, 1);
+    else ptx::wgmma_m64n128k16_rs<1>(d, a0, a1, a2, a3, b, 1);
+  }
+
+  // S = Q K^T (overwrites S).
+  template <int D, int BN>
+  static __device__ __forceinline__ void issue_s(float (&s)[BN / 2], u32 q, u32 k) {
+#pragma unroll
+    for (int t = 0; t < D / 16; ++t)
+      mma_ss<BN>(s, ptx::wgmma_desc_sw128(q + (t >> 2) * 2 * kBoxBytes + 32 * (t & 3), 16, 1024),
+                 ptx::wgmma_desc_sw128(k + (t >> 2) * BN * 128 + 32 * (t & 3), 16, 1024), t > 0 ? 1 : 0);
+  }
+  // O += P V.
+  template <int D, int BN>
+  static __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const u32 (&p)[BN / 4], u32 v) {
+#pragma unroll
+    for (int t = 0; t < BN / 16; ++t)
+      mma_rs<D>(o, p[4 * t], p[4 * t + 1], p[4 * t + 2], p[4 * t + 3], ptx::wgmma_desc_sw128(v + 2048 * t, BN * 128, 1024));
+  }
+
+  template <int N>
+  static __device__ __forceinline__ void fence_all(float (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
+  }
+  template <int N>
+  static __device__ __forceinline__ void fence_all(u32 (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
+  }
+
+  static __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const u32*>(&v);
+  }
+
+  // Online softmax of one block (keys j0..j0+BN-1) for this thread's rows `row` and `row + 8`: mask,
+  // running max m (scaled by scale * log2 e), P = 2^(s * scale_log2 - m) in place, l = l * corr + sum P.
+  template <int BN, bool kFirst>
+  static __device__ __forceinline__ void softmax(float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
+                                                 int j0, int row, int kv_end, bool mask, int lane) {
+    if (mask) {
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int j = j0 + 8 * i + 2 * (lane & 3) + (e & 1), r = row + 8 * (e >> 1);
+          if (j >= kv_end || (P::causal && j > r)) s[4 * i + e] = kNegInf;
+        }
+    }
+    float mx[2] = {kNegInf, kNegInf};
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float mn = kFirst ? mx[h] * P::scale_log2 : fmaxf(m[h], mx[h] * P::scale_log2);
+      corr[h] = kFirst ? 1.f : ptx::ex2(m[h] - mn);
+      m[h] = mn;
+    }
+    float sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) {
+      s[i] = ptx::ex2(fmaf(s[i], P::scale_log2, -m[(i >> 1) & 1]));
+      sum[(i >> 1) & 1] += s[i];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) l[h] = kFirst ? sum[h] : l[h] * corr[h] + sum[h];
+  }
+
+  // A block needs the mask when it reaches past kv_end or (causal) past the warpgroup's first row.
+  template <int BN>
+  static __device__ __forceinline__ bool needs_mask(int j0, int kv_end, int first_row) {
+    return j0 + BN > kv_end || (P::causal && j0 + BN - 1 > first_row);
+  }
+
+  // Ping-pong: wait for this warpgroup's turn t / hand the next turn to the other warpgroup.
+  static __device__ __forceinline__ bool my_turn(Ctx& c, int wg, int t) {
+    if (!MK_ATTN_PINGPONG) return true;
+    return mma_wait(c, c.sem(kTurn + wg), static_cast<u32>(t & 1), kTurn + wg);
+  }
+  static __device__ __forceinline__ void pass_turn(const Ctx& c, int wg) {
+    if (!MK_ATTN_PINGPONG) return;
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kTurn + (wg ^ 1)));
+  }
+  static __device__ __forceinline__ void release_stage(const Ctx& c, int s) {
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kEmpty + s));
+  }
+
+  template <int D>
+  static __device__ void compute_d(Ctx& c) {
+    using G = Geo<D>;
+    constexpr int BN = G::BN;
+    const i32* idx = c.idx();
+    if (idx[kQRows] <= 0) return;
+    const int wg = c.warp >> 2, nb = G::blocks(idx), kv_end = idx[kKvEnd];
+    const int first_row = idx[kS0] + 64 * wg;                             // the warpgroup's first row
+    const int row = first_row + 16 * (c.warp & 3) + (c.lane >> 2);       // this thread's rows: row, row + 8
+    const u32 q = ptx::smem_addr(c.page(0)) + wg * kBoxBytes;
+
+    float o[D / 2], s[BN / 2], m[2], l[2], corr[2];
+    u32 p[BN / 4];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+
+    if (!mma_wait(c, c.sem(kQFull), 0, kQFull)) return;
+    if (wg == 1) pass_turn(c, wg);  // warpgroup 0 issues first
+
+    // Turn 0: S_0 = Q K_0^T.
+    if (!mma_wait(c, c.sem(kFullK), 0, kFullK) || !my_turn(c, wg, 0)) return;
+    fence_all(s);
+    ptx::wgmma_fence();
+    issue_s<D, BN>(s, q, ptx::smem_addr(c.page(G::k_lid(0))));
+    ptx::wgmma_commit();
+    pass_turn(c, wg);
+    ptx::wgmma_wait<0>();
+    fence_all(s);
+    softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane);
+#pragma unroll
+    for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+
+    // Turn kb: S_kb = Q K_kb^T and O += P_{kb-1} V_{kb-1}; the softmax of S_kb overlaps the P V wgmma.
+    for (int kb = 1; kb < nb; ++kb) {
+      const int sk = kb % G::kStages, sv = (kb - 1) % G::kStages;
+      if (!mma_wait(c, c.sem(kFullK + sk), static_cast<u32>((kb / G::kStages) & 1), kFullK + sk) ||
+          !mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((kb - 1) / G::kStages) & 1), kFullV + sv) ||
+          !my_turn(c, wg, kb))
+        return;
+      fence_all(s);
+      fence_all(o);
+      fence_all(p);
+      ptx::wgmma_fence();
+      issue_s<D, BN>(s, q, ptx::smem_addr(c.page(G::k_lid(sk))));
+      ptx::wgmma_commit();
+      issue_pv<D, BN>(o, p, ptx::smem_addr(c.page(G::v_lid(sv)) + G::kVOffset));
+      ptx::wgmma_commit();
+      pass_turn(c, wg);
+      ptx::wgmma_wait<1>();  // S_kb has landed; P V may still run
+      fence_all(s);
+      softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane);
+      ptx::wgmma_wait<0>();
+      fence_all(o);
+      fence_all(p);
+      release_stage(c, sv);  // K_{kb-1} was read in the previous turn, V_{kb-1} now
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
+#pragma unroll
+      for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+    }
+
+    // Last turn: O += P_{nb-1} V_{nb-1}.
+    {
+      const int sv = (nb - 1) % G::kStages;
+      if (!mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((nb - 1) / G::kStages) & 1), kFullV + sv) ||
+          !my_turn(c, wg, nb))
+        return;
+      fence_all(o);
+      fence_all(p);
+      ptx::wgmma_fence();
+      issue_pv<D, BN>(o, p, ptx::smem_addr(c.page(G::v_lid(sv)) + G::kVOffset));
+      ptx::wgmma_commit();
+      pass_turn(c, wg);
+      ptx::wgmma_wait<0>();
+      fence_all(o);
+      release_stage(c, sv);
+    }
+
+    // Epilogue: O / l in bf16 into this warpgroup's Q boxes (its last S wgmma has read them).
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+      l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+      inv[h] = 1.f / l[h];
+    }
+    unsigned char* out = c.page(0) + wg * kBoxBytes;
+    const int r0 = 16 * (c.warp & 3) + (c.lane >> 2);
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<u32*>(swizzled_pair(out + (i >> 3) * 2 * kBoxBytes, r0 + 8 * h, i & 7, c.lane & 3)) =
+            pack_bf16(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]);
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kStaged + wg));
+  }
+
+  // ---- storer ----
+
+  template <int D>
+  static __device__ void store_d(Ctx& c) {
+    const i32* idx = c.idx();
+    const int q_rows = idx[kQRows];
+    if (q_rows > 0) {
+      if (!wait_reuse(c)) return;
+      const TensorMap* omap = c.xmap(c.dst_slot(0));
+      for (int wg = 0; wg < 2; ++wg) {
+        if (!wait(c, c.sem(kStaged + wg), 0)) return;
+        if (c.lane == 0 && kBox * wg < q_rows) {
+          for (int j = 0; j < D / kBox; ++j) {
+            const i32 coords[4] = {kBox * j, idx[kS0] + kBox * wg, idx[kH], idx[kB]};
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, omap, coords,
+                                            c.page(0) + j * 2 * kBoxBytes + wg * kBoxBytes);
+          }
+          cuda::ptx::cp_async_bulk_commit_group();
+        }
+      }
+      if (c.lane == 0) {
+        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+        page_finish(c, 0);
+      }
+      __syncwarp();
+    }
+    store_done(c);
+  }
+
+  // ---- dispatch on the head dim (indices word 6) ----
+
+  template <template <int> class F>
+  static __device__ __forceinline__ void by_head_dim(Ctx& c) {
+    const int D = c.idx()[kD];
+    if constexpr ((P::head_dims & 1) != 0)
+      if (D == 64) return F<64>::run(c);
+    if constexpr ((P::head_dims & 2) != 0)
+      if (D == 128) return F<128>::run(c);
+  }
+  template <int D> struct Load { static __device__ __forceinline__ void run(Ctx& c) { load_d<D>(c); } };
+  template <int D> struct Compute { static __device__ __forceinline__ void run(Ctx& c) { compute_d<D>(c); } };
+  template <int D> struct Store { static __device__ __forceinline__ void run(Ctx& c) { store_d<D>(c); } };
+
+  static __device__ void load(Ctx& c) { by_head_dim<Load>(c); }
+  static __device__ void compute(Ctx& c) { by_head_dim<Compute>(c); }
+  static __device__ void store(Ctx& c) { by_head_dim<Store>(c); }
+};
+
+}  // namespace mk
