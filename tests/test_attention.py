@@ -1,0 +1,56 @@
+"""Attention on the CPU reference interpreter through megakittens.compile (issue 5), against SDPA in
+fp32: head dims 64 and 128, causal (top-left) and full, GQA, Sq != Sk, a custom scale, and (B, S, H, D)
+tensors read through view + transpose(1, 2) - the same semantics tests/test_gpu_attention.py checks on
+the GPU, on small shapes."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import check_close, randn
+
+
+def sdpa(causal, scale=None):
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=k.shape[1] != q.shape[1])
+    return f
+
+
+@pytest.mark.parametrize("B,H,Hk,Sq,Sk,D,causal,scale", [
+    (1, 2, 2, 64, 64, 64, True, None),
+    (2, 4, 1, 40, 90, 128, True, None),    # GQA 4, Sq < Sk: row i sees keys 0..i
+    (1, 8, 2, 70, 30, 64, True, 0.3),      # rows past Sk see every key
+    (2, 2, 2, 33, 129, 128, False, None),
+])
+def test_sdpa_on_the_reference(B, H, Hk, Sq, Sk, D, causal, scale):
+    fn = sdpa(causal, scale)
+    args = [randn(B, H, Sq, D), randn(B, Hk, Sk, D), randn(B, Hk, Sk, D)]
+    out = megakittens.compile(fn)(*args)
+    assert any(n.startswith("Attention") for n in mk_backend.dispatchers[-1].program.icodes)
+    check_close(out, fn(*[a.float() for a in args]))
+
+
+def bshd(q, k, v):
+    B, S, _ = q.shape
+    return F.scaled_dot_product_attention(q.view(B, S, 4, 64).transpose(1, 2), k.view(B, S, 2, 64).transpose(1, 2),
+                                          v.view(B, S, 2, 64).transpose(1, 2), is_causal=True, enable_gqa=True)
+
+
+def test_bshd_views_are_read_in_place():
+    args = [randn(2, 50, 256), randn(2, 50, 128), randn(2, 50, 128)]
+    out = megakittens.compile(bshd)(*args)
+    p = mk_backend.dispatchers[-1].program
+    assert p.icodes[1:] == ["Attention(causal=1,scale=0.125,bshd=qkv)"], p.icodes  # no copy node
+    check_close(out, bshd(*[a.float() for a in args]))
+
+
+def test_other_permutations_are_rejected():
+    """A (B, D, S, H) backing permuted to (B, H, S, D) is no (B, S, H, D) transpose: a clear error."""
+    def f(q, k, v):  # the custom op: SDPA itself copies such a q first (aten._to_copy)
+        return torch.ops.megakittens.attention(q.permute(0, 3, 2, 1), k, v, False, 0.125)
+    args = [randn(1, 64, 32, 2), randn(1, 2, 32, 64), randn(1, 2, 32, 64)]
+    with pytest.raises(Exception, match=r"q must be a whole \(B, H, S, D\) tensor or the transpose\(1, 2\)"):
+        megakittens.compile(f)(*args)

@@ -1,0 +1,190 @@
+"""Attention on the H200 (issue 5): the FlashAttention-style megakernel body against
+F.scaled_dot_product_attention computed in fp32, both queue modes, cluster sizes 1 and 2.
+
+A sample of B in {1, 2, 16}, H in {1, 8, 32}, S in {128, 512, 1000, 2048, 4096}, D in {64, 128}, causal and
+full, GQA groups 1, 4, 8, plus the edges: Sq != Sk (top-left causal, rows past Sk see every key), Sk not a
+multiple of the kv block (masked keys, a 64-row box wholly past Sk), Sq < 64 (warpgroup 1 has no rows),
+ragged last query tiles, cluster-2 ranks past Sq, a custom scale, and (B, S, H, D) tensors read through
+transpose(1, 2). An exact-boundary test makes every row's softmax one-hot on its last visible key, so a
+causal or key-length mask that is off by one key shows as a wrong row, not as noise. Through
+megakittens.compile: SDPA on CUDA tensors, and projections -> view -> transpose -> SDPA as one launch.
+
+The graph builders here are also compiled by tests/test_nvrtc.py (CPU: no spills, no serialization)."""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import rel_err
+from test_gpu_kernels import _gpu_ok, program_for, run_gpu
+
+pytestmark = pytest.mark.gpu
+BF16 = torch.bfloat16
+
+
+def sdpa(causal: bool, scale=None):
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=k.shape[1] != q.shape[1])
+    return f
+
+
+def sdpa_bshd(H: int, Hk: int, D: int, causal: bool):
+    """q (B, Sq, H*D), k, v (B, Sk, Hk*D) seen as (B, H, S, D) through view + transpose(1, 2)."""
+    def f(q, k, v):
+        B, Sq, Sk = q.shape[0], q.shape[1], k.shape[1]
+        return F.scaled_dot_product_attention(q.view(B, Sq, H, D).transpose(1, 2), k.view(B, Sk, Hk, D).transpose(1, 2),
+                                              v.view(B, Sk, Hk, D).transpose(1, 2), is_causal=causal,
+                                              enable_gqa=Hk != H)
+    return f
+
+
+def bhsd_shapes(B, H, Hk, Sq, Sk, D):
+    return [(B, H, Sq, D), (B, Hk, Sk, D), (B, Hk, Sk, D)]
+
+
+# name -> (fn, input shapes, cluster size). Cluster sizes alternate so both run across the cases.
+CASES = {
+    "b1_h1_s128_d64_full": (sdpa(False), bhsd_shapes(1, 1, 1, 128, 128, 64), 1),
+    "b2_h8_s512_d128_causal": (sdpa(True), bhsd_shapes(2, 8, 8, 512, 512, 128), 2),
+    "b1_h8_gqa4_s1000_d64_causal": (sdpa(True), bhsd_shapes(1, 8, 2, 1000, 1000, 64), 1),
+    "b2_h32_gqa8_s1000_d128_full": (sdpa(False), bhsd_shapes(2, 32, 4, 1000, 1000, 128), 2),
+    "b16_h8_s128_d64_causal": (sdpa(True), bhsd_shapes(16, 8, 8, 128, 128, 64), 2),
+    "b1_h8_gqa8_s2048_d128_causal": (sdpa(True), bhsd_shapes(1, 8, 1, 2048, 2048, 128), 1),
+    "b1_h1_s4096_d64_full": (sdpa(False), bhsd_shapes(1, 1, 1, 4096, 4096, 64), 2),
+    "b2_h1_s4096_d128_causal": (sdpa(True), bhsd_shapes(2, 1, 1, 4096, 4096, 128), 1),
+    # Edges.
+    "sq300_sk900_d128_causal": (sdpa(True), bhsd_shapes(1, 4, 4, 300, 900, 128), 2),  # Sq < Sk, top-left
+    "sq700_sk333_d64_causal": (sdpa(True), bhsd_shapes(2, 4, 2, 700, 333, 64), 1),  # rows past Sk see all keys
+    "s900_d64_full_box_past_end": (sdpa(False), bhsd_shapes(1, 2, 2, 900, 900, 64), 1),  # box at 960 >= 900
+    "sq40_sk130_d128_full": (sdpa(False, scale=0.3), bhsd_shapes(2, 2, 1, 40, 130, 128), 2),  # WG 1 idle, scale
+    "sq64_sk1000_d64_causal": (sdpa(True), bhsd_shapes(1, 2, 2, 64, 1000, 64), 2),
+    "bshd_b2_h8_gqa4_s1000_d128_causal": (sdpa_bshd(8, 2, 128, True),
+                                          [(2, 1000, 8 * 128), (2, 1000, 2 * 128), (2, 1000, 2 * 128)], 1),
+    "bshd_b1_h4_s512_d64_full": (sdpa_bshd(4, 4, 64, False), [(1, 512, 256)] * 3, 2),
+}
+
+
+def reference(fn, args):
+    return fn(*[a.float() for a in args])
+
+
+@functools.cache
+def _program(case):
+    from megakittens import gpu
+    fn, shapes, cluster = CASES[case]
+    return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"attn_{case}")
+
+
+def _inputs(shapes, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return [torch.randn(s, generator=g).to(BF16).cuda() for s in shapes]
+
+
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("case", list(CASES))
+def test_attention_vs_fp32(case, global_queue):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    fn, shapes, _ = CASES[case]
+    program = _program(case)
+    assert any(n.startswith("Attention") for n in program.icodes), program.icodes
+    for seed in (1, 2):  # fresh inputs; the second launch exercises epoch-scaled barriers
+        args = _inputs(shapes, seed)
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        ref = reference(fn, args)
+        assert out.shape == ref.shape and out.dtype == BF16
+        assert torch.isfinite(out).all(), f"{case}: NaN/inf in the output (unwritten tile?)"
+        err = rel_err(out.float(), ref)
+        assert err <= 1e-2, f"{case}: relative error {err:.3e}"
+
+
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_mask_boundaries_exact(causal, D):
+    """Scores 20 * j (key j; q = (64, 1, 0...), k_j = (j // 64, j % 64, 0...), all exact in bf16): each row's
+    softmax is one-hot (to 2e-9) on its last visible key, min(i, Sk - 1) causal (top-left) or Sk - 1, so
+    o_i equals that row of v. Sq = 300, Sk = 260 (ragged kv blocks, rows past Sk)."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    B, H, Sq, Sk = 1, 2, 300, 260
+    fn = sdpa(causal, scale=20.0)
+    shapes = bhsd_shapes(B, H, H, Sq, Sk, D)
+    program = program_for(fn, shapes, cluster_size=2, num_sms=gpu.num_ctas(2), name=f"attn_exact_{causal}_{D}")
+    j = torch.arange(Sk)
+    q = torch.zeros(B, H, Sq, D)
+    q[..., 0], q[..., 1] = 64.0, 1.0
+    k = torch.zeros(B, H, Sk, D)
+    k[..., 0], k[..., 1] = (j // 64).float(), (j % 64).float()
+    v = torch.randn(B, H, Sk, D)
+    args = [t.to(BF16).cuda() for t in (q, k, v)]
+    (out,) = run_gpu(program, args, {"global_work_queue": True, "sync": True, "watchdog_s": 5.0})
+    last = torch.arange(Sq).clamp(max=Sk - 1) if causal else torch.full((Sq,), Sk - 1)
+    want = args[2][:, :, last.cuda()].float()
+    bad = ((out.float() - want).abs() > 1e-2 * want.abs().clamp_min(1)).any(-1).nonzero()
+    assert bad.numel() == 0, f"{bad.shape[0]} rows attend to the wrong keys, first (b, h, row) {bad[:5].tolist()}"
+
+
+# ---- through megakittens.compile -------------------------------------------------------------------
+
+@pytest.mark.parametrize("cluster_size", [1, 2])
+@pytest.mark.parametrize("global_work_queue", [False, True])
+def test_sdpa_compile_on_the_megakernel(global_work_queue, cluster_size):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    f = megakittens.compile(sdpa(True), cluster_size=cluster_size, global_work_queue=global_work_queue)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: Attention runs on the megakernel
+        for seed in (0, 1):
+            args = _inputs(bhsd_shapes(2, 8, 8, 1000, 1000, 128), seed)
+            out = f(*args)
+            assert out.is_cuda
+            assert rel_err(out.float(), reference(sdpa(True), args)) <= 1e-2
+    assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
+
+
+def test_sdpa_gqa_compile_on_the_megakernel():
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    fn = sdpa(False)
+    args = _inputs(bhsd_shapes(1, 32, 4, 512, 512, 64), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = megakittens.compile(fn)(*args)
+    assert rel_err(out.float(), reference(fn, args)) <= 1e-2
+    assert mk_backend.dispatchers[-1]._gpu_error == ""
+
+
+def qkv_model(x, wq, wk, wv):
+    """Projections, then .view(B, S, H, D).transpose(1, 2) as models write it: read in place (bshd)."""
+    B, S, _ = x.shape
+    q = (x @ wq).view(B, S, 8, 64).transpose(1, 2)
+    k = (x @ wk).view(B, S, 2, 64).transpose(1, 2)
+    v = (x @ wv).view(B, S, 2, 64).transpose(1, 2)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def test_projections_and_bshd_attention_in_one_launch():
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 300, 512, generator=g).to(BF16).cuda()
+    ws = [(torch.randn(512, n, generator=g) / 512 ** 0.5).to(BF16).cuda() for n in (512, 128, 128)]
+    f = megakittens.compile(qkv_model, global_work_queue=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = f(x, *ws)
+    d = mk_backend.dispatchers[-1]
+    assert d._gpu_error == "", d._gpu_error
+    assert any("bshd=qkv" in n for n in d.program.icodes), d.program.icodes
+    # The projections round to bf16 before attention, as the kernel does.
+    q, k, v = [(x.float() @ w.float()).to(BF16).float() for w in ws]
+    ref = F.scaled_dot_product_attention(q.view(2, 300, 8, 64).transpose(1, 2), k.view(2, 300, 2, 64).transpose(1, 2),
+                                         v.view(2, 300, 2, 64).transpose(1, 2), is_causal=True, enable_gqa=True)
+    assert rel_err(out.float(), ref) <= 1e-2
