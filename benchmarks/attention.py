@@ -37,6 +37,9 @@ def _backend_ms(fn, args, backend, iters):
 
 
 def suite_attention(env, modes=("per_sm", "global")):
+    """MK_BENCH_TAG=x names the rows and the result file attention_x (a kernel variant run side by side)."""
+    tag = os.environ.get("MK_BENCH_TAG", "")
+    suite = "attention" + (f"_{tag}" if tag else "")
     rows = []
     for (B, H, S, D) in SHAPES:
         args = [torch.randn(B, H, S, D, dtype=BF16, device="cuda") for _ in range(3)]
@@ -57,14 +60,14 @@ def suite_attention(env, modes=("per_sm", "global")):
                 mk_ms = bench(runner, iters=iters)
                 out = runner.outputs()[0].float()
                 err = ((out - ref.float()).norm() / ref.float().norm()).item()
-                rows.append(row("attention", f"(B,H,S,D)=({B},{H},{S},{D}) {'causal' if causal else 'full'} {mode}",
+                rows.append(row(suite, f"(B,H,S,D)=({B},{H},{S},{D}) {'causal' if causal else 'full'} {mode}",
                                 "throughput", "TFLOP/s", flops / mk_ms / 1e9, dict(base), env, mk_ms=mk_ms,
                                 cudnn_ms=cudnn_ms, flash_ms=flash_ms, rel_err_vs_flash=err,
                                 instructions=p.num_instructions))
             del ref
         del args
         torch.cuda.empty_cache()
-    write("attention", rows)
+    write(suite, rows)
     return rows
 
 

@@ -183,11 +183,17 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
   ptx::griddep_wait();  // PDL: the previous grid's writes (barriers, outputs) are complete
 
   Ctx c{&g, &sh, &sh.stages[0], pages, 0, warp, lane, false, false};
-  if (warp < kConsumerWarps) worker<V, ConsumerRole>(c);
-  else if (warp == kControllerWarp) controller<V>(c);
-  else if (warp == kLoaderWarp) worker<V, LoaderRole>(c);
-  else if (warp == kStorerWarp) worker<V, StorerRole>(c);
-  else worker<V, SpareRole>(c);
+  // One if/else over the roles, setmaxnreg first in each branch (warpgroup-uniform: warps 0-7 and 8-11).
+  if (warp < kConsumerWarps) {
+    if constexpr (MK_CONSUMER_REGS > 0) ptx::setmaxnreg_inc<MK_CONSUMER_REGS>();
+    worker<V, ConsumerRole>(c);
+  } else {
+    if constexpr (MK_CONSUMER_REGS > 0) ptx::setmaxnreg_dec<MK_OTHER_REGS>();
+    if (warp == kControllerWarp) controller<V>(c);
+    else if (warp == kLoaderWarp) worker<V, LoaderRole>(c);
+    else if (warp == kStorerWarp) worker<V, StorerRole>(c);
+    else worker<V, SpareRole>(c);
+  }
 
   // Neither CTA's shared memory may go away while its peer can still address it.
   if constexpr (kClusterSize > 1) {

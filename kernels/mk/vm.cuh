@@ -36,6 +36,16 @@ constexpr int kMaxSemaphores = 32;
 constexpr int kConsumerWarps = 8;
 constexpr int kControllerWarp = 8, kLoaderWarp = 9, kStorerWarp = 10, kSpareWarp = 11;
 constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on instruction_finished
+// setmaxnreg split (DESIGN §6): the consumer warpgroups own the wgmma accumulators (Attention with
+// D = 128 and 128-key blocks needs ~200 registers), warpgroup 2 (controller, loader, storer, spare)
+// keeps 72: 216 * 256 + 72 * 128 = 64,512 of the 65,536 (232/40 spilled in elementwise loaders and
+// storers). MK_CONSUMER_REGS=0 keeps the launch bound's 168 for every warp.
+#ifndef MK_CONSUMER_REGS
+#define MK_CONSUMER_REGS 216
+#endif
+#ifndef MK_OTHER_REGS
+#define MK_OTHER_REGS 72
+#endif
 
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
@@ -173,8 +183,9 @@ __device__ __forceinline__ bool abort_raised(const Ctx& c) {
 }
 
 // Records the first failure of this launch (later ones only see the abort flag) and raises the
-// abort flag that every spin loop polls.
-__device__ __noinline__ void raise_abort(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
+// abort flag that every spin loop polls. Inlined (a cold path): a call would make ptxas ignore the
+// setmaxnreg register split (C7507, "to maintain minimum register requirements" of the callee ABI).
+__device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
   if (atomicCAS(c.g->c.abort_flag, 0, 1) == 0) {
     volatile Diag* d = c.g->c.diag;
     d->site = site;
@@ -198,7 +209,7 @@ __device__ __noinline__ void raise_abort(Ctx& c, int site, int barrier, int valu
 
 // Called in the slow path of every spin loop. Returns false when the loop must give up: another
 // warp raised the abort flag, or this wait ran past the timeout (then this lane reports first).
-__device__ __noinline__ bool watchdog_ok(Ctx& c, Watch& w, int site, int barrier, int value, int target) {
+__device__ __forceinline__ bool watchdog_ok(Ctx& c, Watch& w, int site, int barrier, int value, int target) {
   if (abort_raised(c)) { c.aborted = true; return false; }
   const u64 now = ptx::globaltimer();
   if (w.start == 0) { w.start = now; return true; }

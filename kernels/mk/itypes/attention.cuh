@@ -48,8 +48,8 @@
 
 #include "mk/tile.cuh"
 
-#ifndef MK_ATTN_BN_D128  // kv block rows for D = 128: 64 (6 stages) or 128 (3 stages; spills at 168 registers)
-#define MK_ATTN_BN_D128 64
+#ifndef MK_ATTN_BN_D128  // kv block rows for D = 128: 128 (3 stages; needs the setmaxnreg split) or 64 (6)
+#define MK_ATTN_BN_D128 128
 #endif
 #ifndef MK_ATTN_PINGPONG  // 0: the warpgroups issue independently
 #define MK_ATTN_PINGPONG 1
