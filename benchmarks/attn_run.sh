@@ -5,6 +5,8 @@
 # of kernels/, tagged VARIANT_TAG), then the other GPU test files in the time left, and a table.
 # Logs under $OUT. Knobs: TEST_TIMEOUT, BENCH_TIMEOUT, OTHER_TESTS, BUDGET_S (whole call), SANITIZE=1.
 set -u
+# The device copy has no .git: pass MK_COMMIT=<hash> so the result rows name the commit that ran.
+export MK_COMMIT=${MK_COMMIT:-unknown}
 OUT=${OUT:-/tmp/mk-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MEGAKITTENS_CACHE_DIR=${MEGAKITTENS_CACHE_DIR:-/tmp/mk-cache}
 t0=$(date +%s)
