@@ -40,6 +40,10 @@
 // loads that sequence's last 64 rows instead (masked or never stored), so every box is partly in
 // bounds and TMA zero-fills the rest.
 //
+// Registers: S (BN/2) + P (BN/4) + O (D/2) fp32/bf16x2 per thread live together while the P V wgmma is
+// in flight: ~200 at D = 128, BN = 128, within the consumers' 216 of the VM's setmaxnreg split
+// (mk/vm.cuh); MK_ATTN_BN_D128=64 fits the plain 168.
+//
 // Layouts: P::bshd bit k (q, k, v) = that operand is a (B, S, H, D) tensor read as (B, H, S, D): its
 // TMA map is the slot's second xmap (box 64 d x 1 head x 64 rows, src/runtime/launch.cpp) and the
 // box coordinates are (d, h, s, b) instead of (d, s, h, b).
