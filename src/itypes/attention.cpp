@@ -69,6 +69,10 @@ unsigned Attention::bshd_for(const std::vector<TensorRange>& views) {
   return m;
 }
 
+bool Attention::reads_view(int, const TensorRange& view, const Coord4& backing) const {
+  return view.is_full(backing) || is_bshd(view, backing);
+}
+
 void Attention::validate(const NodeInfo& n) const {
   require_inputs(n, 3);
   if (n.outputs.size() != 1)

@@ -21,6 +21,8 @@ class Attention final : public IType {
   // The bshd mask of the folded q, k, v views (a (B, S, H, D) backing seen through transpose(1, 2));
   // validate() checks every view against it.
   static unsigned bshd_for(const std::vector<TensorRange>& views);
+  // Whole tensors and (B, S, H, D) transposes are read in place; the tracer copies any other view.
+  bool reads_view(int k, const TensorRange& view, const Coord4& backing) const override;
   void validate(const NodeInfo&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;

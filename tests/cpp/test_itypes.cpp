@@ -1109,6 +1109,8 @@ TEST(AttentionIType, Validate) {
   bshd.inputs[0] = bshd.inputs[2] = qt;
   EXPECT_EQ(Attention::bshd_for({qt.range, bshd.inputs[1].range, qt.range}), Attention::kBshdQ | Attention::kBshdV);
   Attention(false, 0.125, Attention::kBshdQ | Attention::kBshdV).validate(bshd);
+  EXPECT_TRUE(t.reads_view(0, qt.range, qt.backing.padded()));  // read in place: no copy node
+  EXPECT_FALSE(t.reads_view(0, sliced.inputs[0].range, sliced.inputs[0].backing.padded()));
   EXPECT_EQ(Attention(false, 0.125, 5).params(), "causal=0,scale=0.125,bshd=qv");
   const std::string m = error_of([&] { Attention(false, 0.125, Attention::kBshdQ).validate(bshd); });
   EXPECT_NE(m.find("v must be a whole (B, H, S, D) tensor"), std::string::npos) << m;
