@@ -8,7 +8,7 @@ from __future__ import annotations
 import atexit
 import collections
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
@@ -166,7 +166,19 @@ def make_aot_backend(options: Options, name: str) -> Any:
     return aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler)
 
 
-def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
-    """``torch.compile(model, backend="megakittens")``: default options, graph named after the Dynamo graph."""
+def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list, *, mode: Optional[str] = None,
+                        options: Optional[dict] = None) -> Any:
+    """``torch.compile(model, backend="megakittens", options={...})``: the graph named after the Dynamo graph.
+
+    ``options``: the keyword arguments of ``megakittens.compile`` (``Options`` fields), e.g.
+    ``{"fallback": "eager", "cluster_size": 1}``. ``mode``: torch.compile's Inductor modes do not apply;
+    any mode raises ValueError. Unknown option names raise ValueError naming them."""
+    if mode is not None:
+        raise ValueError(f"megakittens: torch.compile mode={mode!r} is an Inductor setting; megakittens takes "
+                         "options={...} (the keyword arguments of megakittens.compile) instead")
+    fields = set(Options.__dataclass_fields__)
+    unknown = sorted(set(options or {}) - fields)
+    if unknown:
+        raise ValueError(f"megakittens: unknown option(s) {unknown}; valid: {sorted(fields)}")
     name = getattr(gm, "_megakittens_name", None) or "graph"
-    return make_aot_backend(Options(), name)(gm, example_inputs)
+    return make_aot_backend(Options(**(options or {})), name)(gm, example_inputs)

@@ -31,6 +31,37 @@ def _describe(dtype: str, shape) -> str:
 
 
 
+def _expected_strides(gm: Any, n: int) -> list:
+    """Per graph output: the strides its FX meta value has (the layout eager returns) when that layout is
+    dense and non-overlapping, else None (no constraint). All None unless the graph has n outputs."""
+    try:
+        out = next(node for node in gm.graph.nodes if node.op == "output")
+        vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in out.args[0]]
+    except Exception:
+        return [None] * n
+    if len(vals) != n:
+        return [None] * n
+    return [tuple(v.stride()) if isinstance(v, torch.Tensor) and _dense(v.shape, v.stride()) else None
+            for v in vals]
+
+
+def _dense(shape: Any, stride: Any) -> bool:
+    """Whether the strides lay the elements out densely, without overlap (some permutation of a
+    contiguous layout): ordered by stride, each dim of size > 1 steps over all the faster ones."""
+    dims = sorted((int(st), int(n)) for n, st in zip(shape, stride) if int(n) > 1)
+    step = 1
+    for st, n in dims:
+        if st != step:
+            return False
+        step *= n
+    return True
+
+
+def _same_layout(t: torch.Tensor, stride: tuple) -> bool:
+    """Strides equal wherever they matter (dims of size > 1)."""
+    return len(stride) == t.dim() and all(n <= 1 or a == b for n, a, b in zip(t.shape, t.stride(), stride))
+
+
 class Dispatcher:
     """Callable ``dispatcher(*args) -> list[Tensor]`` for one compiled graph.
 
@@ -66,6 +97,7 @@ class Dispatcher:
         self._arg_slots = [(k, s) for k, s in enumerate(self.input_slots) if s >= 0]
         self._gpu_error: str | None = None  # why CUDA tensors cannot run on the megakernel, once known
         self._warned = False
+        self._output_strides = _expected_strides(graph_module, len(self.output_slots))
 
     def _gpu_ready(self) -> bool:
         """Compile (or fetch from the cache) the megakernel on first CUDA use; False if it cannot run."""
@@ -170,6 +202,13 @@ class Dispatcher:
             if view is not None:
                 offset, sizes, strides = view
                 t = t.as_strided(sizes, strides, t.storage_offset() + offset)
+            want = self._output_strides[len(outs)]
+            if want is not None and t is not src and not _same_layout(t, want):
+                # Eager would return this layout (e.g. x * 2 on a transposed x keeps x's strides), and code
+                # after the graph (the eager ops of fallback="eager", or the caller's .view) relies on it.
+                r = torch.empty_strided(t.shape, want, dtype=t.dtype, device=t.device)
+                r.copy_(t)
+                t = r
             outs.append(t)
         return outs
 

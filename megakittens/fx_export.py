@@ -46,8 +46,12 @@ def _static(dims: Any, node: torch.fx.Node) -> tuple:
 def _tensor_record(v: Any, node: torch.fx.Node) -> Optional[tuple]:
     """(shape, stride, dtype, device) of a (fake) tensor; None for a non-tensor output."""
     if isinstance(v, torch.Tensor):
-        return (_static(v.shape, node), _static(v.stride(), node), str(v.dtype).removeprefix("torch."),
-                str(v.device))
+        shape = _static(v.shape, node)
+        if 0 in shape:  # no instruction covers an empty tile; one clear message instead of a tiling error
+            from megakittens import _C
+            raise _C.CompileError(f"node '{node.name}' ({target_name(node)}): zero-size tensors are not supported, "
+                                  f"got shape {list(shape)}")
+        return (shape, _static(v.stride(), node), str(v.dtype).removeprefix("torch."), str(v.device))
     return None
 
 

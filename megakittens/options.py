@@ -25,7 +25,12 @@ class Options:
     fallback: Optional[str] = None  # None: the whole graph or an error; "eager": unsupported ops run as torch ops
 
     def __post_init__(self):
-        if self.cluster_size not in CLUSTER_SIZES or isinstance(self.cluster_size, bool):
+        for name in ("enable", "dry_run", "verbose", "save_dag", "save_schedule", "use_jit_cache",
+                     "global_work_queue"):
+            if not isinstance(getattr(self, name), bool):  # "no" would be truthy: refuse, never guess
+                raise ValueError(f"megakittens: {name} must be True or False, got {getattr(self, name)!r}")
+        if self.cluster_size not in CLUSTER_SIZES or not isinstance(self.cluster_size, int) or \
+                isinstance(self.cluster_size, bool):
             raise ValueError(f"megakittens: cluster_size must be 1 or 2, got {self.cluster_size!r}")
         if self.target not in TARGETS:
             raise ValueError(f"megakittens: target must be None, 'b200' or 'h200', got {self.target!r}")

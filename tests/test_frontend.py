@@ -289,3 +289,46 @@ def test_returned_views_alias_their_slot():
         assert o.shape == r.shape and rel_err(o, r) <= 1e-2
     assert outs[1].data_ptr() == outs[0].data_ptr() - 8 * 128 * 2  # both views of the one result slot
     assert outs[3].data_ptr() == W[1].data_ptr()  # a view of an input is the caller's memory
+
+
+@pytest.mark.parametrize("name,value", [("enable", "no"), ("dry_run", "yes"), ("save_dag", None),
+                                        ("global_work_queue", 1)])
+def test_bool_options_are_type_checked(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be True or False"):
+        megakittens.compile(relu_add, **{name: value})
+
+
+def test_bad_cluster_size_type():
+    with pytest.raises(ValueError, match="cluster_size"):
+        megakittens.compile(relu_add, cluster_size=2.0)
+
+
+def test_torch_compile_options():
+    """torch.compile(backend="megakittens", options={...}) takes megakittens.compile's keyword arguments."""
+    f = torch.compile(lambda x: torch.cumsum(torch.relu(x), 0) + 1, backend="megakittens", dynamic=False,
+                      options={"fallback": "eager", "cluster_size": 1})
+    x = randn(16, 32)
+    assert rel_err(f(x), torch.cumsum(torch.relu(x), 0) + 1) <= 1e-2
+    assert mk_backend.partitionings[-1].eager  # cumsum ran as a torch op: the option was applied
+    with pytest.raises(Exception, match="unknown option.*'fast'"):
+        torch.compile(relu_add, backend="megakittens", options={"fast": True})(*_ab())
+    with pytest.raises(Exception, match="Inductor setting"):
+        torch.compile(relu_add, backend="megakittens", mode="max-autotune")(*_ab())
+
+
+def test_zero_size_tensor_is_a_clear_error():
+    with pytest.raises(Exception, match=r"zero-size tensors are not supported, got shape \[0, 8\]"):
+        megakittens.compile(torch.relu)(randn(0, 8))
+
+
+def test_outputs_keep_eager_strides():
+    """x * 2 on a transposed x keeps x's layout in eager; code after the graph may .view() it that way."""
+    def f(x):
+        return x.transpose(1, 2) * 2.0
+
+    x = randn(1, 16, 4, 64)
+    want = f(x)
+    got = megakittens.compile(f)(x)
+    assert got.stride() == want.stride() and not want.is_contiguous()
+    assert torch.equal(got, want)
+    got.transpose(1, 2).view(1, 16, -1)  # eager's layout allows this view
