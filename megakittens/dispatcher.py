@@ -31,6 +31,18 @@ def _describe(dtype: str, shape) -> str:
 
 
 
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (Linux); None elsewhere."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _expected_strides(gm: Any, n: int) -> list:
     """Per graph output: the strides its FX meta value has (the layout eager returns) when that layout is
     dense and non-overlapping, else None (no constraint). All None unless the graph has n outputs."""
@@ -157,6 +169,7 @@ class Dispatcher:
                 warnings.warn(f"megakittens: {self._gpu_error}; running the CPU reference interpreter instead",
                               RuntimeWarning, stacklevel=2)
 
+        self._check_host_memory()
         tensors: list = [None] * len(self.slots)
         for k, s in self._arg_slots:
             tensors[s] = self._host(args[k], copy=s in self._copy_inputs)
@@ -169,6 +182,17 @@ class Dispatcher:
         self.calls += 1
 
         return self._outputs(args, tensors, device)
+
+    def _check_host_memory(self) -> None:
+        """MemoryError, before allocating, when the CPU interpreter would need more than the host has: every
+        slot plus a 4-byte writer tag per element (src/reference/memory.h) and slack for the inputs' copies."""
+        need = sum(math.prod(m.shape) * (torch.empty(0, dtype=_DTYPES[m.dtype]).element_size() + 4)
+                   for s, m in enumerate(self.slots) if self._slot_base[s] < 0)
+        avail = _available_memory()
+        if avail is not None and need > avail:
+            raise MemoryError(f"megakittens: the CPU reference interpreter needs about {need / 2**30:.1f} GiB for "
+                              f"'{self.name}' (its tensors plus a 4-byte race tag per element), but only "
+                              f"{avail / 2**30:.1f} GiB are available; run it on a GPU, or on smaller shapes")
 
     def _call_gpu(self, args: tuple, device: torch.device) -> list[torch.Tensor]:
         """One megakernel launch on torch's current stream; every non-input slot is a fresh tensor."""

@@ -332,3 +332,13 @@ def test_outputs_keep_eager_strides():
     assert got.stride() == want.stride() and not want.is_contiguous()
     assert torch.equal(got, want)
     got.transpose(1, 2).view(1, 16, -1)  # eager's layout allows this view
+
+
+def test_cpu_interpreter_refuses_graphs_larger_than_host_memory(monkeypatch):
+    from megakittens import dispatcher
+    f = megakittens.compile(relu_add)
+    a, b = _ab()
+    f(a, b)
+    monkeypatch.setattr(dispatcher, "_available_memory", lambda: 1024)
+    with pytest.raises(MemoryError, match=r"needs about .* GiB.*race tag"):
+        f(a, b)
