@@ -342,3 +342,9 @@ def test_cpu_interpreter_refuses_graphs_larger_than_host_memory(monkeypatch):
     monkeypatch.setattr(dispatcher, "_available_memory", lambda: 1024)
     with pytest.raises(MemoryError, match=r"needs about .* GiB.*race tag"):
         f(a, b)
+
+
+def test_sdpa_dropout_error_names_the_cause():
+    q = randn(1, 2, 16, 64)
+    with pytest.raises(Exception, match=r"_safe_softmax.*dropout_p > 0"):
+        megakittens.compile(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1))(q)

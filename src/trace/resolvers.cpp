@@ -404,6 +404,19 @@ const std::map<std::string, Entry>& registry() {
 }
 #undef UNARY
 
+// Where an unsupported op usually comes from, when the model code does not show it.
+std::string unsupported_hint(const std::string& target) {
+  if (target == "aten._safe_softmax.default" || target == "aten._softmax.default")
+    return "; SDPA decomposes into softmax when dropout_p > 0 or its attn_mask is not the causal mask "
+           "(Attention has neither: use dropout_p=0 / model.eval(), is_causal=True), or fallback=\"eager\"";
+  if (target == "aten.lift_fresh_copy.default")
+    return "; a tensor created from Python data inside forward (Hugging Face: the KV cache of use_cache=True; "
+           "pass use_cache=False), or fallback=\"eager\"";
+  if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
+    return "; dropout in training mode: call model.eval()";
+  return "";
+}
+
 }  // namespace
 
 Resolution resolve_op(const FxGraph& g, const FxNode& n) {
@@ -417,7 +430,7 @@ Resolution resolve_op(const FxGraph& g, const FxNode& n) {
   const auto it = registry().find(target);
   if (it == registry().end() || n.op != "call_function") {
     const std::string shown = target == n.target ? target : n.target + "(" + target + ")";
-    fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)");
+    fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)", unsupported_hint(target));
   }
   const OpCall call(g, n, target, it->second.schema);
   try {
