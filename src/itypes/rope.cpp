@@ -18,6 +18,13 @@ bool rope_view(const TensorRange& r) {
   return !r.has_broadcast();
 }
 
+// HF's q/k: rows along backing dim 1 and cols along dim 3, nothing broadcast; one d per instruction, so
+// the backing dim d runs along does not matter (the origin carries it).
+bool bshd_view(const TensorRange& r) {
+  const Coord4 v = r.view_padded();
+  return !r.has_broadcast() && (v[2] <= 1 || r.view_dim[2] == 1) && (v[3] <= 1 || r.view_dim[3] == 3);
+}
+
 // `r` with its broadcast view dims reduced to one element (they read one backing element anyway).
 TensorRange drop_broadcast(TensorRange r) {
   const int pad = 4 - static_cast<int>(r.view_shape.size());
@@ -32,8 +39,8 @@ struct RopeTile {
   int64_t nd, rows;
 };
 
-RopeTile rope_tile(const Coord4& s, int64_t i) {
-  const int64_t nd = Rope::d_per_instruction(s);
+RopeTile rope_tile(const Coord4& s, bool bshd, int64_t i) {
+  const int64_t nd = Rope::d_per_instruction(s, bshd);
   RopeTile t;
   if (nd == 1) {
     const RowTile rt = row_tile(s, kRows, i);
@@ -51,18 +58,20 @@ RopeTile rope_tile(const Coord4& s, int64_t i) {
 
 }  // namespace
 
-Rope::Rope(uint8_t cos_bcast) : bcast_(cos_bcast) {
+Rope::Rope(uint8_t cos_bcast, bool x_bshd) : bcast_(cos_bcast), x_bshd_(x_bshd) {
   if (bcast_ > 15) fail("Rope: broadcast mask ", int(bcast_), " has bits beyond the 4 padded dims");
 }
 
-std::string Rope::params() const { return "bcast=" + broadcast_mask_text(bcast_); }
+std::string Rope::params() const { return "bcast=" + broadcast_mask_text(bcast_) + (x_bshd_ ? ",x_bshd" : ""); }
+
+bool Rope::bshd_for(const TensorRange& x) { return !rope_view(x) && bshd_view(x); }
 
 uint8_t Rope::mask_for(const TensorRange& x, const TensorRange& cos) {
   return broadcast_mask(cos, x.view_padded());
 }
 
-int64_t Rope::d_per_instruction(const Coord4& s) {
-  return s[2] >= kRows ? 1 : std::max<int64_t>(1, kRows / std::max<int64_t>(1, s[2]));
+int64_t Rope::d_per_instruction(const Coord4& s, bool x_bshd) {
+  return x_bshd || s[2] >= kRows ? 1 : std::max<int64_t>(1, kRows / std::max<int64_t>(1, s[2]));
 }
 
 void Rope::validate(const NodeInfo& n) const {
@@ -103,27 +112,28 @@ void Rope::validate(const NodeInfo& n) const {
     fail("node '", n.name, "' (", n.target, "): cos view ", cos.range.str(), " broadcasts along padded dims ",
          broadcast_mask_text(m), " over x ", shape_str(x.shape()), ", but the instruction type says ",
          broadcast_mask_text(bcast_));
-  if (!rope_view(x.range))
+  if (x_bshd_ ? !bshd_view(x.range) : !rope_view(x.range))
     fail("node '", n.name, "' (", n.target, "): input x view ", x.range.str(),
-         " must keep its last three dims on the backing tensor's own dims, without broadcasting");
+         x_bshd_ ? " must run its rows along backing dim 1 and its cols along dim 3 (x_bshd), without broadcasting"
+                 : " must keep its last three dims on the backing tensor's own dims, without broadcasting");
   if (!rope_view(drop_broadcast(cos.range)))
     fail("node '", n.name, "' (", n.target, "): cos/sin view ", cos.range.str(),
          " must keep its non-broadcast dims among the last three on the backing tensor's own dims");
 }
 
 bool Rope::reads_view(int k, const TensorRange& v, const Coord4&) const {
-  return rope_view(k == 0 ? v : drop_broadcast(v));
+  return k == 0 ? rope_view(v) || bshd_view(v) : rope_view(drop_broadcast(v));
 }
 
 int64_t Rope::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.inputs[0].padded();
-  const int64_t nd = d_per_instruction(s);
+  const int64_t nd = d_per_instruction(s, x_bshd_);
   return nd == 1 ? num_row_tiles(s, kRows) : s[0] * ceil_div(s[1], nd);
 }
 
 InstrDesc Rope::instruction(const NodeInfo& n, int64_t i) const {
   const Coord4 s = n.inputs[0].padded();
-  const RopeTile t = rope_tile(s, i);
+  const RopeTile t = rope_tile(s, x_bshd_, i);
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + t.nd, t.origin[2] + t.rows, s[3]};

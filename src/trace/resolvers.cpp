@@ -377,9 +377,9 @@ const std::map<std::string, Entry>& registry() {
        {"x, cos, sin",
         [](const OpCall& c) -> Resolution {
           Resolution r{std::make_shared<Rope>(), c.target(), {&c.tensor("x"), &c.tensor("cos"), &c.tensor("sin")}};
-          // The cos/sin broadcast dims depend on the folded views.
+          // The cos/sin broadcast dims and x's layout depend on the folded views.
           r.bind = [](const std::vector<TensorRange>& v) -> ITypePtr {
-            return std::make_shared<Rope>(Rope::mask_for(v.at(0), v.at(1)));
+            return std::make_shared<Rope>(Rope::mask_for(v.at(0), v.at(1)), Rope::bshd_for(v.at(0)));
           };
           return r;
         }}},

@@ -753,6 +753,23 @@ TEST(RopeIType, TilingCountsAndIndices) {
   const InstrDesc dr = tr.instruction(nr, 5);  // b 1, position 4 only
   EXPECT_EQ(std::vector<int32_t>(dr.indices.begin() + 12, dr.indices.end()), (std::vector<int32_t>{1, 48, 32}));
   EXPECT_EQ(dr.reads[1], (std::vector<Box>{{{0, 4, 0, 0}, {1, 5, 1, 32}}}));  // cos does not vary over b
+
+  // HF's q (B, S, H, D) = (2, 40, 3, 64) read through transpose(1, 2): one (b, h) per instruction, its
+  // origin on the backing (b, 0, h, 0).
+  const Operand xt{bf16({2, 40, 3, 64}), TensorRange::full({2, 40, 3, 64}).transpose(1, 2)}, ct = whole({40, 64});
+  EXPECT_FALSE(Rope().reads_view(0, TensorRange::full({2, 40, 3, 64}).permute({0, 3, 1, 2}), {2, 40, 3, 64}));
+  EXPECT_TRUE(Rope().reads_view(0, xt.range, {2, 40, 3, 64}));
+  ASSERT_TRUE(Rope::bshd_for(xt.range));
+  const NodeInfo nt = node({xt, ct, ct}, {bf16({2, 3, 40, 64})}, p);
+  const Rope tt(Rope::mask_for(xt.range, ct.range), true);
+  EXPECT_EQ(tt.params(), "bcast=1100,x_bshd");
+  tt.validate(nt);
+  ASSERT_EQ(tt.num_instructions(nt), 2 * 3);
+  expect_exact_cover(tt, nt);
+  EXPECT_EQ(tt.instruction(nt, 4).indices, (std::vector<int32_t>{1, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 40, 64}));
+  // A plain Rope refuses the transposed view, naming it.
+  const std::string tv = error_of([&] { Rope(tt.cos_bcast()).validate(nt); });
+  EXPECT_NE(tv.find("input x view"), std::string::npos) << tv;
 }
 
 TEST(RopeIType, ValidateNamesNodeAndValue) {
@@ -799,13 +816,17 @@ TEST(RopeIType, ExecuteMatchesNaive) {
       // A slice of x's backing and a slice of a longer table (cos[:S] of max_seq rows), expanded.
       {{2, 5, 6, 64}, TensorRange::full({2, 5, 6, 64}).slice(1, 1, 4), {10, 1, 64},
        TensorRange::full({10, 1, 64}).slice(0, 2, 5).expand({3, 6, 64})},
+      // HF's q: (B, S, H, D) read through transpose(1, 2) in place (x_bshd), S < 128 and S > 128.
+      {{2, 40, 3, 64}, TensorRange::full({2, 40, 3, 64}).transpose(1, 2), {1, 1, 40, 64}, TensorRange::full({1, 1, 40, 64})},
+      {{1, 130, 2, 32}, TensorRange::full({1, 130, 2, 32}).transpose(1, 2), {130, 32}, TensorRange::full({130, 32})},
   };
   for (const Case& cs : cases) {
     TestCtx ctx;
     const int sx = add_slot(ctx, cs.x_backing), sc = add_slot(ctx, cs.c_backing), ss = add_slot(ctx, cs.c_backing);
     const Operand x{bf16(cs.x_backing), cs.x}, c{bf16(cs.c_backing), cs.c};
     const Shape ys = cs.x.view_shape;
-    const Rope t(Rope::mask_for(x.range, c.range));
+    const Rope t(Rope::mask_for(x.range, c.range), Rope::bshd_for(x.range));
+    EXPECT_EQ(t.x_bshd(), !cs.x.is_straight()) << x.range.str();
     const NodeInfo n = node({x, c, c}, {bf16(ys)}, Profile::h200());
     const int sy = add_slot(ctx, ys, false);
     run_node(t, n, ctx, {sx, sc, ss}, sy);

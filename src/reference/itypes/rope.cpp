@@ -17,7 +17,9 @@ void Rope::execute(const Instruction& in, ExecContext& ctx) const {
   // cos/sin are 1 deep/tall along their broadcast d/r dims (their origin already sits on the one
   // backing element along a broadcast b).
   const int64_t cd = (bcast_ >> 1 & 1) ? 1 : nd, cr = (bcast_ >> 2 & 1) ? 1 : rows;
-  const std::vector<float> x = ctx.load(in.src_tensors[0], box_at(x0, nd, rows, D));
+  // x_bshd: the rows of the one (b, h) run along backing dim 1 (nd is 1), in the same row-major order.
+  const std::vector<float> x =
+      ctx.load(in.src_tensors[0], x_bshd_ ? box_at(x0, rows, 1, D) : box_at(x0, nd, rows, D));
   const std::vector<float> cs = ctx.load(in.src_tensors[1], box_at(c0, cd, cr, D));
   const std::vector<float> sn = ctx.load(in.src_tensors[2], box_at(c0, cd, cr, D));
   std::vector<float> y(x.size());
