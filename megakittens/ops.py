@@ -162,6 +162,45 @@ def _(x, weight, eps):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
+def _rope_check(x: Tensor, cos: Tensor, sin: Tensor) -> None:
+    if x.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise ValueError(f"megakittens.rope: x must be bfloat16, float16 or float32, got {x.dtype}")
+    if not (cos.is_floating_point() and sin.is_floating_point()):
+        raise ValueError(f"megakittens.rope: cos and sin must be floating point, got {cos.dtype}, {sin.dtype}")
+    if x.dim() == 0 or x.shape[-1] % 2 != 0:
+        raise ValueError(f"megakittens.rope: the last dim D of x must be even, got x shape {list(x.shape)}")
+    if cos.shape != sin.shape:
+        raise ValueError(f"megakittens.rope: cos shape {list(cos.shape)} must equal sin shape {list(sin.shape)}")
+    ok = 0 < cos.dim() <= x.dim() and cos.shape[-1] == x.shape[-1]
+    if ok:
+        try:
+            ok = torch.broadcast_shapes(cos.shape, x.shape) == x.shape
+        except RuntimeError:
+            ok = False
+    if not ok:
+        raise ValueError(f"megakittens.rope: cos/sin shape {list(cos.shape)} must broadcast to x's shape "
+                         f"{list(x.shape)} with the same last dim")
+
+
+@torch.library.custom_op("megakittens::rope", mutates_args=())
+def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """y = x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2], -1).
+
+    x (..., D) bf16/fp16/fp32 with D even; cos, sin one shape that broadcasts to x's (torch rules, same
+    last dim D), any float dtype. fp32 math, rounded once to x's dtype. Raises ValueError otherwise.
+    """
+    _rope_check(x, cos, sin)
+    t, c, s = x.float(), cos.float(), sin.float()
+    h = x.shape[-1] // 2
+    return (t * c + torch.cat((-t[..., h:], t[..., :h]), -1) * s).to(x.dtype)
+
+
+@rope.register_fake
+def _(x, cos, sin):
+    _rope_check(x, cos, sin)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
 def _gemm_shape(a: Tensor, b: Tensor) -> list[int]:
     if a.dim() < 2 or a.dim() != b.dim() or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
         raise ValueError(f"megakittens.gemm: A {list(a.shape)} and B {list(b.shape)} do not form "

@@ -172,21 +172,23 @@ ElementwiseBinary::ElementwiseBinary(std::string op, double alpha, bool inplace,
     fail("ElementwiseBinary: in place, input a is the output and cannot broadcast");
 }
 
-namespace {
-std::string mask_text(uint8_t m) {
+std::string broadcast_mask_text(uint8_t m) {
   std::string s;
   for (int d = 0; d < 4; ++d) s += (m >> d & 1) ? '1' : '0';
   return s;
 }
 
-// Operand k's mask for an output of padded shape `out`: the dims it broadcasts along.
-uint8_t mask_of(const TensorRange& r, const Coord4& out) {
+uint8_t broadcast_mask(const TensorRange& r, const Coord4& out) {
   const Coord4 v = r.view_padded();
   uint8_t m = 0;
   for (int d = 0; d < 4; ++d)
     if ((v[d] == 1 && out[d] > 1) || (r.bcast[d] && v[d] > 1)) m |= uint8_t(1u << d);
   return m;
 }
+
+namespace {
+std::string mask_text(uint8_t m) { return broadcast_mask_text(m); }
+uint8_t mask_of(const TensorRange& r, const Coord4& out) { return broadcast_mask(r, out); }
 }  // namespace
 
 std::string ElementwiseBinary::params() const {

@@ -20,6 +20,11 @@ int64_t ew_tiles(const Coord4& shape, const Profile&, int inputs);
 int64_t ew_num_tiles(const Coord4& shape, const Profile&, int inputs);
 EwTile ew_tile(const Coord4& shape, const Profile&, int inputs, int64_t i);
 
+// Bit d set = padded dim d (b, d, r, c) of view `r` broadcasts over an output of padded shape `out`
+// (size 1 there while the output is wider, or a broadcast view dim). Shared by ElementwiseBinary and Rope.
+uint8_t broadcast_mask(const TensorRange& r, const Coord4& out);
+std::string broadcast_mask_text(uint8_t mask);  // "0110": one char per padded dim b, d, r, c
+
 // One step of an ElementwiseUnary op list. The scalar forms carry a constant k, written "name:k" with k
 // as canonical %.9g text ("add_scalar:2.5", "clamp_min:0"); k is that text parsed and rounded to fp32.
 struct UnaryStep {

@@ -13,6 +13,7 @@
 #include "itypes/embedding.h"
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
+#include "itypes/rope.h"
 #include "itypes/row_reduce.h"
 #include "trace/op_call.h"
 
@@ -370,6 +371,16 @@ const std::map<std::string, Entry>& registry() {
           const FxArg* w = c.opt_tensor("weight");
           Resolution r{std::make_shared<RMSNorm>(c.f64("eps"), w != nullptr), c.target(), {&c.tensor("x")}};
           if (w) r.inputs.push_back(w);
+          return r;
+        }}},
+      {"megakittens.rope.default",
+       {"x, cos, sin",
+        [](const OpCall& c) -> Resolution {
+          Resolution r{std::make_shared<Rope>(), c.target(), {&c.tensor("x"), &c.tensor("cos"), &c.tensor("sin")}};
+          // The cos/sin broadcast dims and x's layout depend on the folded views.
+          r.bind = [](const std::vector<TensorRange>& v) -> ITypePtr {
+            return std::make_shared<Rope>(Rope::mask_for(v.at(0), v.at(1)), Rope::bshd_for(v.at(0)));
+          };
           return r;
         }}},
       {"megakittens.gemm.default", {"a, b", [](const OpCall& c) { return gemm(c, "a", "b"); }}},

@@ -7,6 +7,7 @@
 #include "itypes/copy.h"
 #include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_rms_norm.h"
+#include "trace/fuse_rope.h"
 #include "trace/op_call.h"
 #include "trace/resolvers.h"
 
@@ -399,6 +400,7 @@ namespace {
 FxGraph fused_graph(const FxGraph& g) {
   FxGraph fused = g;
   fuse_decomposed_rms_norm(fused);
+  fuse_rope(fused);
   fuse_repeat_kv(fused);
   return fused;
 }

@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "itypes/rms_norm.h"
 #include "trace/fuse_rms_norm.h"
+#include "trace/fuse_rope.h"
 #include "trace/tracer.h"
 
 using namespace mk;
@@ -107,4 +108,81 @@ TEST(FuseRMSNorm, SharedIntermediateIsLeftAlone) {
       reduce += n.itype->str() == "RowReduce(op=mean,keepdim)";
     }
   EXPECT_EQ(reduce, 1);
+}
+
+// ---- RoPE (trace/fuse_rope) ----
+
+namespace {
+
+// x (1, 8, 4, 64) bf16 [-> fp32], cos/sin (8, 1, 64) fp32: r = X * cos + rotate_half(X) * sin.
+struct RopeGraph {
+  GraphBuilder b;
+  int x, cos, sin, X, add;
+  RopeGraph(bool upcast, bool swap, int64_t hi_end = 9223372036854775807LL) {
+    const std::vector<int64_t> s{1, 8, 4, 64}, h{1, 8, 4, 32};
+    const char* dt = upcast ? "float32" : "bfloat16";
+    x = b.placeholder("x", s);
+    cos = b.placeholder("cos", {8, 1, 64}, dt);
+    sin = b.placeholder("sin", {8, 1, 64}, dt);
+    X = x;
+    if (upcast) {
+      X = b.call("_to_copy", "aten._to_copy.default", {ref(x)}, s, "float32");
+      b.g.nodes[X].kwargs = {{"dtype", str("torch.float32")}};
+    }
+    const int m1 = b.call("mul", "aten.mul.Tensor", swap ? std::vector<FxArg>{ref(cos), ref(X)}
+                                                         : std::vector<FxArg>{ref(X), ref(cos)}, s, dt);
+    const int s1 = b.call("slice_1", "aten.slice.Tensor", {ref(X), num(3), num(32), num(hi_end)}, h, dt);
+    const int n1 = b.call("neg", "aten.neg.default", {ref(s1)}, h, dt);
+    const int s2 = b.call("slice_2", "aten.slice.Tensor", {ref(X), num(3), num(0), num(32)}, h, dt);
+    const int cat = b.call("cat", "aten.cat.default", {list({ref(n1), ref(s2)}), num(-1)}, s, dt);
+    const int m2 = b.call("mul_1", "aten.mul.Tensor", {ref(cat), ref(sin)}, s, dt);
+    add = b.call("add", "aten.add.Tensor", swap ? std::vector<FxArg>{ref(m2), ref(m1)}
+                                                : std::vector<FxArg>{ref(m1), ref(m2)}, s, dt);
+  }
+  int cast_back() {
+    const int c = b.call("_to_copy_1", "aten._to_copy.default", {ref(add)}, {1, 8, 4, 64});
+    b.g.nodes[c].kwargs = {{"dtype", str("torch.bfloat16")}};
+    return c;
+  }
+};
+
+void expect_one_rope(const FxGraph& g) {
+  const DAG d = trace(g);
+  int compute = 0;
+  for (const Node& n : d.nodes)
+    if (n.is_compute()) {
+      ++compute;
+      EXPECT_EQ(n.itype->str(), "Rope(bcast=0010)");  // cos (8, 1, 64) broadcasts over the heads
+    }
+  EXPECT_EQ(compute, 1);
+}
+
+}  // namespace
+
+TEST(FuseRope, Fp32FormWithCasts) {  // examples/llama.py: x.float() ... .type_as(x)
+  RopeGraph r(true, false);
+  r.b.output({r.cast_back()});
+  FxGraph g = r.b.g;
+  EXPECT_EQ(fuse_rope(g), 1);
+  expect_one_rope(r.b.g);
+}
+
+TEST(FuseRope, PlainFormOperandsSwapped) {  // Hugging Face in bf16, cos * q and the add reversed
+  RopeGraph r(false, true);
+  r.b.output({r.add});
+  FxGraph g = r.b.g;
+  EXPECT_EQ(fuse_rope(g), 1);
+  EXPECT_EQ(g.nodes[r.add].target, "megakittens.rope.default");
+  expect_one_rope(r.b.g);
+}
+
+TEST(FuseRope, WrongHalvesAndSharedIntermediatesAreLeftAlone) {
+  RopeGraph wrong(false, false, 48);  // x[..., 32:48] is no half
+  wrong.b.output({wrong.add});
+  EXPECT_EQ(fuse_rope(wrong.b.g), 0);
+  RopeGraph shared(true, false);  // the fp32 product also leaves the graph
+  const int c = shared.cast_back();
+  shared.b.output({c, shared.add - 1});
+  FxGraph g = shared.b.g;
+  EXPECT_EQ(fuse_rope(g), 0);
 }

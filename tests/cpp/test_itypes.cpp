@@ -14,6 +14,7 @@
 #include "itypes/elementwise.h"
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
+#include "itypes/rope.h"
 #include "reference/exec.h"
 #include "schedule/instruction.h"
 #include "test_util.h"
@@ -702,6 +703,146 @@ TEST(RMSNormIType, ExecuteMatchesNaive) {
       for (int c = 0; c < 256; ++c) want.push_back(xv[r * 256 + c] * inv * (has_weight ? ctx.slots[wb].data[256 + c] : 1.0));
     }
     EXPECT_TRUE(close(ctx.slots[y].data, want)) << t.str();
+  }
+}
+
+// ---- Rope ----
+
+TEST(RopeIType, TilingCountsAndIndices) {
+  const Profile p = Profile::h200();
+  EXPECT_EQ(Rope().op_name(), "rope");
+  EXPECT_EQ(Rope(0b0100).params(), "bcast=0010");
+  EXPECT_FALSE(Rope(0b0100).same_as(Rope(0b0110)));
+  // Llama-1B q (B, S, H, D) = (1, 1024, 32, 64) with cos (S, 1, D): R = H = 32 < 128, so blocks of
+  // 4 consecutive positions with all 32 heads: 256 instructions, not 1024.
+  const Operand x = whole({1, 1024, 32, 64}), cos = whole({1024, 1, 64});
+  const NodeInfo n = node({x, cos, cos}, {bf16({1, 1024, 32, 64})}, p);
+  const Rope t(Rope::mask_for(x.range, cos.range));
+  EXPECT_EQ(t.cos_bcast(), 0b0100);
+  t.validate(n);
+  EXPECT_EQ(Rope::d_per_instruction(x.padded()), 4);
+  ASSERT_EQ(t.num_instructions(n), 256);
+  expect_exact_cover(t, n);
+  const InstrDesc d = t.instruction(n, 5);  // positions 20..23
+  EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 20, 0, 0, 0, 20, 0, 0, 0, 20, 0, 0, 4, 32, 64}));
+  ASSERT_EQ(d.reads.size(), 3u);
+  EXPECT_EQ(d.reads[0], (std::vector<Box>{{{0, 20, 0, 0}, {1, 24, 32, 64}}}));
+  EXPECT_EQ(d.reads[1], (std::vector<Box>{{{0, 20, 0, 0}, {1, 24, 1, 64}}}));  // one row per position
+  EXPECT_EQ(d.reads[2], d.reads[1]);
+  EXPECT_EQ(d.writes, (std::vector<std::vector<Box>>{{{{0, 20, 0, 0}, {1, 24, 32, 64}}}}));
+
+  // R >= 128: 128-row tiles of one (b, d); HF's (B, H, S, D) with cos (B, 1, S, D).
+  const Operand xh = whole({2, 4, 300, 64}), ch = whole({2, 1, 300, 64});
+  const NodeInfo nh = node({xh, ch, ch}, {bf16({2, 4, 300, 64})}, p);
+  const Rope th(Rope::mask_for(xh.range, ch.range));
+  EXPECT_EQ(th.params(), "bcast=0100");
+  th.validate(nh);
+  ASSERT_EQ(th.num_instructions(nh), 2 * 4 * 3);
+  expect_exact_cover(th, nh);
+  const InstrDesc dh = th.instruction(nh, 3 * 4 + 2 * 3 + 2);  // b 1, h 2, rows 256..299
+  EXPECT_EQ(dh.indices, (std::vector<int32_t>{1, 2, 256, 0, 1, 2, 256, 0, 1, 0, 256, 0, 1, 44, 64}));
+  EXPECT_EQ(dh.reads[1], (std::vector<Box>{{{1, 0, 256, 0}, {2, 1, 300, 64}}}));
+
+  // R = 48: floor(128 / 48) = 2 positions per block, the last block of 5 clipped to 1.
+  const Operand xr = whole({3, 5, 48, 32}), cr = whole({5, 1, 32});
+  const NodeInfo nr = node({xr, cr, cr}, {bf16({3, 5, 48, 32})}, p);
+  const Rope tr(Rope::mask_for(xr.range, cr.range));
+  tr.validate(nr);
+  ASSERT_EQ(tr.num_instructions(nr), 3 * 3);
+  expect_exact_cover(tr, nr);
+  const InstrDesc dr = tr.instruction(nr, 5);  // b 1, position 4 only
+  EXPECT_EQ(std::vector<int32_t>(dr.indices.begin() + 12, dr.indices.end()), (std::vector<int32_t>{1, 48, 32}));
+  EXPECT_EQ(dr.reads[1], (std::vector<Box>{{{0, 4, 0, 0}, {1, 5, 1, 32}}}));  // cos does not vary over b
+
+  // HF's q (B, S, H, D) = (2, 40, 3, 64) read through transpose(1, 2): one (b, h) per instruction, its
+  // origin on the backing (b, 0, h, 0).
+  const Operand xt{bf16({2, 40, 3, 64}), TensorRange::full({2, 40, 3, 64}).transpose(1, 2)}, ct = whole({40, 64});
+  EXPECT_FALSE(Rope().reads_view(0, TensorRange::full({2, 40, 3, 64}).permute({0, 3, 1, 2}), {2, 40, 3, 64}));
+  EXPECT_TRUE(Rope().reads_view(0, xt.range, {2, 40, 3, 64}));
+  ASSERT_TRUE(Rope::bshd_for(xt.range));
+  const NodeInfo nt = node({xt, ct, ct}, {bf16({2, 3, 40, 64})}, p);
+  const Rope tt(Rope::mask_for(xt.range, ct.range), true);
+  EXPECT_EQ(tt.params(), "bcast=1100,x_bshd");
+  tt.validate(nt);
+  ASSERT_EQ(tt.num_instructions(nt), 2 * 3);
+  expect_exact_cover(tt, nt);
+  EXPECT_EQ(tt.instruction(nt, 4).indices, (std::vector<int32_t>{1, 0, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 40, 64}));
+  // A plain Rope refuses the transposed view, naming it.
+  const std::string tv = error_of([&] { Rope(tt.cos_bcast()).validate(nt); });
+  EXPECT_NE(tv.find("input x view"), std::string::npos) << tv;
+}
+
+TEST(RopeIType, ValidateNamesNodeAndValue) {
+  const Profile p = Profile::h200();
+  const std::string odd = error_of([&] {
+    Rope(0b0011).validate(node({whole({2, 40, 63}), whole({40, 63}), whole({40, 63})}, {bf16({2, 40, 63})}, p));
+  });
+  EXPECT_NE(odd.find("'n0'"), std::string::npos) << odd;
+  EXPECT_NE(odd.find("D=63"), std::string::npos) << odd;
+  const std::string shapes = error_of([&] {
+    Rope(0b0011).validate(node({whole({2, 40, 64}), whole({40, 64}), whole({1, 40, 64})}, {bf16({2, 40, 64})}, p));
+  });
+  EXPECT_NE(shapes.find("cos shape [40, 64] must equal sin shape [1, 40, 64]"), std::string::npos) << shapes;
+  // Same shapes, different views of their backings: one origin cannot serve both.
+  const Operand c{bf16({50, 64}), TensorRange::full({50, 64}).slice(0, 0, 40)};
+  const Operand s{bf16({50, 64}), TensorRange::full({50, 64}).slice(0, 10, 50)};
+  const std::string views = error_of([&] {
+    Rope(0b0011).validate(node({whole({2, 40, 64}), c, s}, {bf16({2, 40, 64})}, p));
+  });
+  EXPECT_NE(views.find("must match cos view"), std::string::npos) << views;
+  const std::string bcast = error_of([&] {
+    Rope(0b0011).validate(node({whole({2, 40, 64}), whole({40, 32}), whole({40, 32})}, {bf16({2, 40, 64})}, p));
+  });
+  EXPECT_NE(bcast.find("cos/sin shape [40, 32] must broadcast to x's shape [2, 40, 64]"), std::string::npos) << bcast;
+  const std::string mask = error_of([&] {
+    Rope(0).validate(node({whole({2, 40, 64}), whole({40, 64}), whole({40, 64})}, {bf16({2, 40, 64})}, p));
+  });
+  EXPECT_NE(mask.find("broadcasts along padded dims 0100"), std::string::npos) << mask;  // along d
+  EXPECT_NO_THROW(
+      Rope(0b0010).validate(node({whole({2, 40, 64}), whole({40, 64}), whole({40, 64})}, {bf16({2, 40, 64})}, p)));
+}
+
+TEST(RopeIType, ExecuteMatchesNaive) {
+  struct Case {
+    Shape x_backing;
+    TensorRange x;
+    Shape c_backing;
+    TensorRange c;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 40, 64}, TensorRange::full({2, 3, 40, 64}), {40, 64}, TensorRange::full({40, 64})},
+      {{1, 150, 4, 32}, TensorRange::full({1, 150, 4, 32}), {150, 1, 32}, TensorRange::full({150, 1, 32})},
+      {{2, 3, 130, 16}, TensorRange::full({2, 3, 130, 16}), {2, 1, 130, 16}, TensorRange::full({2, 1, 130, 16})},
+      // A slice of x's backing and a slice of a longer table (cos[:S] of max_seq rows), expanded.
+      {{2, 5, 6, 64}, TensorRange::full({2, 5, 6, 64}).slice(1, 1, 4), {10, 1, 64},
+       TensorRange::full({10, 1, 64}).slice(0, 2, 5).expand({3, 6, 64})},
+      // HF's q: (B, S, H, D) read through transpose(1, 2) in place (x_bshd), S < 128 and S > 128.
+      {{2, 40, 3, 64}, TensorRange::full({2, 40, 3, 64}).transpose(1, 2), {1, 1, 40, 64}, TensorRange::full({1, 1, 40, 64})},
+      {{1, 130, 2, 32}, TensorRange::full({1, 130, 2, 32}).transpose(1, 2), {130, 32}, TensorRange::full({130, 32})},
+  };
+  for (const Case& cs : cases) {
+    TestCtx ctx;
+    const int sx = add_slot(ctx, cs.x_backing), sc = add_slot(ctx, cs.c_backing), ss = add_slot(ctx, cs.c_backing);
+    const Operand x{bf16(cs.x_backing), cs.x}, c{bf16(cs.c_backing), cs.c};
+    const Shape ys = cs.x.view_shape;
+    const Rope t(Rope::mask_for(x.range, c.range), Rope::bshd_for(x.range));
+    EXPECT_EQ(t.x_bshd(), !cs.x.is_straight()) << x.range.str();
+    const NodeInfo n = node({x, c, c}, {bf16(ys)}, Profile::h200());
+    const int sy = add_slot(ctx, ys, false);
+    run_node(t, n, ctx, {sx, sc, ss}, sy);
+    const Coord4 s = n.outputs[0].padded();
+    const int64_t h = s[3] / 2;
+    std::vector<double> want;
+    for (int64_t i0 = 0; i0 < s[0]; ++i0)
+      for (int64_t i1 = 0; i1 < s[1]; ++i1)
+        for (int64_t i2 = 0; i2 < s[2]; ++i2)
+          for (int64_t i3 = 0; i3 < s[3]; ++i3) {
+            const Coord4 p{i0, i1, i2, i3}, q{i0, i1, i2, i3 < h ? i3 + h : i3 - h};
+            const double rot = (i3 < h ? -1 : 1) * bcast_value(ctx, sx, x.range, q);
+            want.push_back(bcast_value(ctx, sx, x.range, p) * bcast_value(ctx, sc, c.range, p) +
+                           rot * bcast_value(ctx, ss, c.range, p));
+          }
+    EXPECT_TRUE(close(ctx.slots[sy].data, want)) << t.str() << " x " << x.range.str() << " cos " << c.range.str();
   }
 }
 

@@ -1,0 +1,178 @@
+#include "trace/fuse_rope.h"
+
+#include <optional>
+
+namespace mk {
+
+namespace {
+
+struct Matcher {
+  FxGraph& g;
+  std::vector<int> uses;  // references to each node from args, kwargs and the output
+
+  explicit Matcher(FxGraph& graph) : g(graph) { recount(); }
+  void recount() {
+    uses.assign(g.nodes.size(), 0);
+    for (const FxNode& n : g.nodes) {
+      for (const FxArg& a : n.args) count(a);
+      for (const auto& [k, v] : n.kwargs) count(v);
+    }
+  }
+  void count(const FxArg& a) {
+    if (a.is_node()) ++uses[a.i];
+    for (const FxArg& x : a.items) count(x);
+  }
+
+  const FxNode* node(const FxArg& a) const { return a.is_node() ? &g.nodes[a.i] : nullptr; }
+  static bool call(const FxNode* n, const char* target) {
+    return n && n->op == "call_function" && n->target == target;
+  }
+  static const FxTensor* meta(const FxNode* n) {
+    return n && n->outputs.size() == 1 && n->outputs[0] ? &*n->outputs[0] : nullptr;
+  }
+  // A node operand used only once (by the candidate pattern), calling `target`.
+  const FxNode* only(const FxArg& a, const char* target) const {
+    const FxNode* n = node(a);
+    return call(n, target) && uses[a.i] == 1 ? n : nullptr;
+  }
+  static bool int_is(const FxArg& a, int64_t v) { return a.kind == FxArg::Kind::Int && a.i == v; }
+  static bool last_dim(const FxArg& a, int64_t rank) { return int_is(a, -1) || int_is(a, rank - 1); }
+  // aten._to_copy(src, dtype=D) with no other conversion: the dtype name ("float32"), else "".
+  static std::string cast_dtype(const FxNode* n) {
+    if (!call(n, "aten._to_copy.default") || n->args.size() != 1) return "";
+    std::string dtype;
+    for (const auto& [k, v] : n->kwargs) {
+      if (k == "dtype" && v.kind == FxArg::Kind::Str) dtype = v.s.rfind("torch.", 0) == 0 ? v.s.substr(6) : v.s;
+      else if (k == "layout" && v.kind == FxArg::Kind::Str && v.s == "torch.strided") continue;
+      else if (k == "device" && v.kind == FxArg::Kind::Str) continue;  // same device: checked by the metas
+      else return "";
+    }
+    return dtype;
+  }
+  static bool float_dtype(const std::string& d) { return d == "bfloat16" || d == "float16" || d == "float32"; }
+  // The single user of node k, or -1.
+  int sole_user(int k) const {
+    if (uses[k] != 1) return -1;
+    for (size_t u = k + 1; u < g.nodes.size(); ++u) {
+      const FxNode& n = g.nodes[u];
+      bool hit = false;
+      for (const FxArg& a : n.args) hit |= refers(a, k);
+      for (const auto& [key, v] : n.kwargs) hit |= refers(v, k);
+      if (hit) return static_cast<int>(u);
+    }
+    return -1;
+  }
+  static bool refers(const FxArg& a, int k) {
+    if (a.is_node() && a.i == k) return true;
+    for (const FxArg& x : a.items)
+      if (refers(x, k)) return true;
+    return false;
+  }
+  // aten.slice.Tensor(X, last dim, start, end[, 1]) of node X, used once: whether it is X[..., lo:hi]
+  // for a last dim of D (hi == D also accepts any end >= D).
+  bool slice_of(const FxArg& a, int64_t X, int64_t rank, int64_t D, int64_t lo, int64_t hi) const {
+    const FxNode* s = only(a, "aten.slice.Tensor");
+    if (!s || !s->kwargs.empty() || s->args.size() < 4 || s->args.size() > 5) return false;
+    if (!s->args[0].is_node() || s->args[0].i != X || !last_dim(s->args[1], rank)) return false;
+    if (s->args.size() == 5 && !int_is(s->args[4], 1)) return false;
+    const bool start_ok = int_is(s->args[2], lo) || (lo == 0 && s->args[2].kind == FxArg::Kind::None);
+    const FxArg& e = s->args[3];
+    const bool end_ok = hi == D ? (e.kind == FxArg::Kind::None || (e.kind == FxArg::Kind::Int && e.i >= D))
+                                : int_is(e, hi);
+    return start_ok && end_ok;
+  }
+  // Whether node `cat` (used once) is cat([neg(X[..., h:]), X[..., :h]], -1): rotate_half(X).
+  bool rotate_half(const FxArg& cat, int64_t X) const {
+    const FxNode* c = only(cat, "aten.cat.default");
+    const FxTensor* xm = meta(&g.nodes[X]);
+    if (!c || !xm || xm->shape.empty() || !c->kwargs.empty() || c->args.size() != 2) return false;
+    const int64_t rank = static_cast<int64_t>(xm->shape.size()), D = xm->shape.back();
+    if (D % 2 != 0 || !last_dim(c->args[1], rank)) return false;
+    const FxArg& parts = c->args[0];
+    if (parts.kind != FxArg::Kind::List || parts.items.size() != 2) return false;
+    const FxNode* neg = only(parts.items[0], "aten.neg.default");
+    if (!neg || neg->args.size() != 1 || !neg->kwargs.empty()) return false;
+    return slice_of(neg->args[0], X, rank, D, D / 2, D) && slice_of(parts.items[1], X, rank, D, 0, D / 2);
+  }
+  // mul(a, b) used once: its operands.
+  const FxNode* mul(const FxArg& a) const {
+    const FxNode* m = only(a, "aten.mul.Tensor");
+    return m && m->args.size() == 2 && m->kwargs.empty() && m->args[0].is_node() && m->args[1].is_node() ? m : nullptr;
+  }
+  // cos/sin operand C against X: a float tensor that broadcasts to X's shape with X's last dim.
+  bool table_for(const FxArg& c, const FxTensor& xm) const {
+    const FxTensor* cm = meta(node(c));
+    if (!cm || !float_dtype(cm->dtype) || cm->shape.empty() || cm->shape.size() > xm.shape.size() ||
+        cm->shape.back() != xm.shape.back())
+      return false;
+    const size_t off = xm.shape.size() - cm->shape.size();
+    for (size_t d = 0; d < cm->shape.size(); ++d)
+      if (cm->shape[d] != 1 && cm->shape[d] != xm.shape[off + d]) return false;
+    return true;
+  }
+
+  // Tries a match whose add is node k; rewrites and returns true on success.
+  bool match(int k) {
+    const FxNode* add = &g.nodes[k];
+    if (!call(add, "aten.add.Tensor") || add->args.size() != 2 || !add->kwargs.empty()) return false;
+    for (int o = 0; o < 2; ++o) {
+      const FxNode* m1 = mul(add->args[o]);      // X * C
+      const FxNode* m2 = mul(add->args[1 - o]);  // rotate_half(X) * S
+      if (!m1 || !m2) continue;
+      for (int p = 0; p < 2; ++p)
+        for (int q = 0; q < 2; ++q) {
+          const int64_t X = m1->args[p].i;
+          if (!rotate_half(m2->args[q], X)) continue;
+          if (rewrite(k, X, m1->args[1 - p], m2->args[1 - q])) return true;
+        }
+    }
+    return false;
+  }
+
+  bool rewrite(int k, int64_t X, const FxArg& C, const FxArg& S) {
+    const FxTensor* xm = meta(&g.nodes[X]);
+    const FxTensor* rm = meta(&g.nodes[k]);
+    const FxTensor* cm = meta(node(C));
+    const FxTensor* sm = meta(node(S));
+    if (!xm || !rm || !cm || !sm || rm->shape != xm->shape || cm->shape != sm->shape || !table_for(C, *xm) ||
+        !table_for(S, *xm))
+      return false;
+    FxArg x;
+    x.kind = FxArg::Kind::Node;
+    x.i = X;
+    int result = k;
+    // x.float() ... .type_as(x): the casts go too when X is used only by the pattern (mul, 2 slices).
+    const FxNode* xn = &g.nodes[X];
+    const int u = sole_user(k);
+    const FxTensor* src = cast_dtype(xn) == "float32" ? meta(node(xn->args[0])) : nullptr;
+    if (u >= 0 && uses[X] == 3 && src && rm->dtype == "float32" && float_dtype(src->dtype) &&
+        cast_dtype(&g.nodes[u]) == src->dtype) {
+      x = xn->args[0];
+      result = u;
+    } else if (rm->dtype != xm->dtype || !float_dtype(xm->dtype)) {
+      return false;
+    }
+    FxNode& out = g.nodes[result];
+    const FxArg c = C, s = S;  // copies: C and S live in nodes this rewrite may touch
+    out.op = "call_function";
+    out.target = "megakittens.rope.default";
+    out.args = {x, c, s};
+    out.kwargs.clear();
+    return true;
+  }
+};
+
+}  // namespace
+
+int fuse_rope(FxGraph& g) {
+  int fused = 0;
+  Matcher m(g);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (m.match(static_cast<int>(k))) {
+      ++fused;
+      m.recount();  // the rewrite changed the use counts
+    }
+  return fused;
+}
+
+}  // namespace mk

@@ -1,0 +1,149 @@
+"""Rope (issue 6): megakittens::rope against eager on the CPU reference interpreter, the FX-level fusion of
+the rotate-half RoPE (examples/llama.py's apply_rotary_emb and Hugging Face's apply_rotary_pos_emb), and
+clear errors for bad inputs."""
+from dataclasses import replace
+
+import pytest
+import torch
+
+import megakittens
+import megakittens.backend as mk_backend
+import megakittens.ops  # noqa: F401  (registers torch.ops.megakittens.*)
+from common import rel_err
+from test_llama import HIDDEN_TOL, _check, _example, _hf_model, _itypes
+
+rope = torch.ops.megakittens.rope
+
+
+def _rotate_half(t):
+    h = t.shape[-1] // 2
+    return torch.cat((-t[..., h:], t[..., :h]), -1)
+
+
+def _naive(x, cos, sin):  # fp64 math: an oracle independent of the op's fp32 body
+    t = x.double()
+    return t * cos.double() + _rotate_half(t) * sin.double()
+
+
+def _tables(shape, dtype):
+    ang = torch.rand(shape) * 6.3
+    return ang.cos().to(dtype), ang.sin().to(dtype)
+
+
+@pytest.mark.parametrize("x_shape,cos_shape,x_dtype,cos_dtype", [
+    ((2, 4, 40, 64), (40, 64), torch.bfloat16, torch.bfloat16),        # (S, D) over (B, H, S, D)
+    ((1, 40, 8, 64), (1, 40, 1, 64), torch.bfloat16, torch.float32),   # (1, S, 1, D) over (B, S, H, D), fp32 tables
+    ((2, 3, 150, 32), (2, 1, 150, 32), torch.bfloat16, torch.bfloat16),  # (B, 1, S, D), S >= 128
+    ((2, 24, 6, 16), (24, 1, 16), torch.float16, torch.float32),
+    ((3, 10, 128), (10, 128), torch.float32, torch.bfloat16),
+])
+def test_custom_op_matches_eager(x_shape, cos_shape, x_dtype, cos_dtype):
+    x = torch.randn(x_shape).to(x_dtype)
+    cos, sin = _tables(cos_shape, cos_dtype)
+    ref = rope(x, cos, sin)
+    assert ref.dtype == x_dtype and ref.shape == x.shape
+    assert rel_err(ref, _naive(x, cos, sin)) <= 1e-2  # the oracle itself
+    y = megakittens.compile(lambda x, c, s: rope(x, c, s))(x, cos, sin)
+    assert y.dtype == x_dtype
+    assert rel_err(y, ref) <= 1e-2
+    it = _itypes()
+    assert len(it) == 1 and it[0].startswith("Rope(bcast="), it
+
+
+def test_instruction_count_blocks_positions():
+    """(B, S, H, D) = (1, 1024, 32, 64): blocks of 4 positions x 32 heads, 256 instructions."""
+    x = torch.randn(1, 1024, 32, 64).to(torch.bfloat16)
+    cos, sin = _tables((1024, 1, 64), torch.float32)
+    y = megakittens.compile(lambda x, c, s: rope(x, c, s))(x, cos, sin)
+    assert rel_err(y, rope(x, cos, sin)) <= 1e-2
+    assert mk_backend.dispatchers[-1].program.num_instructions == 256
+
+
+def test_bad_inputs_raise_clear_errors():
+    x = torch.randn(2, 8, 63).to(torch.bfloat16)
+    cos, sin = _tables((8, 63), torch.float32)
+    with pytest.raises(ValueError, match=r"last dim D of x must be even, got x shape \[2, 8, 63\]"):
+        rope(x, cos, sin)
+    x = torch.randn(2, 8, 64).to(torch.bfloat16)
+    cos, sin = _tables((8, 64), torch.float32)
+    with pytest.raises(ValueError, match=r"cos shape \[8, 64\] must equal sin shape \[1, 8, 64\]"):
+        rope(x, cos, sin[None])
+    with pytest.raises(ValueError, match=r"must broadcast to x's shape \[2, 8, 64\]"):
+        rope(x, cos[:, :32], sin[:, :32])
+    # Same shapes, different rows of one table: one index origin cannot serve both (a CompileError at
+    # compile time, which Dynamo wraps).
+    table = torch.randn(16, 64)
+    with pytest.raises(Exception, match=r"node '.*' \(megakittens.rope.default\): sin view .* must "
+                                                       r"match cos view"):
+        megakittens.compile(lambda x, t: rope(x, t[:8], t[4:12]))(x, table)
+
+
+def test_fusion_fires_on_tiny_example():
+    llama = _example()
+    args = llama.CONFIGS["tiny"]
+    model = llama.build(args, args.seq, "cpu")
+    idx = torch.randint(0, args.vocab_size, (2, args.seq))
+    h, logits = megakittens.compile(model)(idx)
+    h_ref, logits_ref = model(idx)
+    _check(h, logits, h_ref, logits_ref)
+    it = _itypes()
+    assert sum(t.startswith("Rope(") for t in it) == 2 * args.n_layer, it  # q and k per layer
+    assert not any(t.startswith("Cat") for t in it), it
+
+
+def test_fusion_fires_on_hf_llama_model():
+    model = _hf_model("LlamaModel", layers=2)
+    ids = torch.randint(0, 512, (2, 48))
+    with torch.no_grad():
+        h = megakittens.compile(lambda ids: model(input_ids=ids, use_cache=False).last_hidden_state)(ids)
+        h_ref = model(input_ids=ids, use_cache=False).last_hidden_state
+    assert rel_err(h, h_ref) <= HIDDEN_TOL
+    it = _itypes()
+    # q and k per layer, read through HF's transpose(1, 2) in place (no Copy first).
+    assert sum(t.startswith("Rope(") and t.endswith(",x_bshd)") for t in it) == 4, it
+    # The one Cat left builds the tables (LlamaRotaryEmbedding: cat((freqs, freqs), -1)), none rotates.
+    assert sum(t.startswith("Cat") for t in it) == 1, it
+
+
+def _count_1b_layer(unfusable: bool) -> int:
+    """Instructions of examples/llama.py's 1B shapes with one layer, S = 1024 (schedule only)."""
+    llama = _example()
+    args = replace(llama.CONFIGS["1b"], n_layer=1, vocab_size=512)  # the vocab only sizes lm_head
+    model = llama.build(args, 1024, "cpu")
+    counts = []
+    schedule = mk_backend._C.schedule
+
+    def counting(*a, **k):
+        p = schedule(*a, **k)
+        counts.append(p.num_instructions)
+        return p
+
+    orig_rot, orig_dry = llama.rotate_half, mk_backend._dry_run
+    if unfusable:  # x * -1 instead of -x: the same instructions (one unary op), but no neg to match
+        llama.rotate_half = lambda t: torch.cat((t[..., t.shape[-1] // 2:] * -1, t[..., :t.shape[-1] // 2]), -1)
+    mk_backend._C.schedule = counting
+    mk_backend._dry_run = lambda gm, graph, options, name: (
+        mk_backend._compile_program(gm, graph, options, name, dry_run=True), mk_backend.make_boxed_func(gm))[1]
+    try:
+        megakittens.compile(model, dry_run=True)(torch.randint(0, 512, (1, 1024)))
+    finally:
+        llama.rotate_half, mk_backend._C.schedule, mk_backend._dry_run = orig_rot, schedule, orig_dry
+    return counts[-1]
+
+
+def test_instruction_count_1b_layer():
+    before, after = _count_1b_layer(True), _count_1b_layer(False)
+    print(f"1-layer 1B-shaped example, S=1024: {before} instructions unfused, {after} with Rope")
+    assert after < before
+
+
+def test_no_gpu_body_yet():
+    """Codegen refuses Rope with "no GPU body yet", so a CUDA graph falls back to the interpreter."""
+    from megakittens import _C
+    if getattr(_C, "gpu_runtime_missing", "x") or not hasattr(_C, "gpu_generate_source"):
+        pytest.skip("built without the GPU runtime")
+    x = torch.randn(1, 64, 8, 64).to(torch.bfloat16)
+    cos, sin = _tables((64, 1, 64), torch.bfloat16)
+    megakittens.compile(lambda x, c, s: rope(x, c, s))(x, cos, sin)
+    with pytest.raises(Exception, match=r"IType Rope\(bcast=0010\) has no GPU body yet"):
+        _C.gpu_generate_source(mk_backend.dispatchers[-1].program)
