@@ -2,50 +2,19 @@
 
 #include <optional>
 
+#include "trace/fx_match.h"
+
 namespace mk {
 
 namespace {
 
-struct Matcher {
-  FxGraph& g;
-  std::vector<int> uses;  // references to each node from args, kwargs and the output
+struct Matcher : FxMatch {
+  using FxMatch::FxMatch;
 
-  explicit Matcher(FxGraph& graph) : g(graph) { recount(); }
-  void recount() {
-    uses.assign(g.nodes.size(), 0);
-    for (const FxNode& n : g.nodes) {
-      for (const FxArg& a : n.args) count(a);
-      for (const auto& [k, v] : n.kwargs) count(v);
-    }
-  }
-  void count(const FxArg& a) {
-    if (a.is_node()) ++uses[a.i];
-    for (const FxArg& x : a.items) count(x);
-  }
-
-  const FxNode* node(const FxArg& a) const { return a.is_node() ? &g.nodes[a.i] : nullptr; }
-  static bool call(const FxNode* n, const char* target) {
-    return n && n->op == "call_function" && n->target == target;
-  }
   static std::optional<double> number(const FxArg& a) {
     if (a.kind == FxArg::Kind::Float) return a.f;
     if (a.kind == FxArg::Kind::Int) return static_cast<double>(a.i);
     return std::nullopt;
-  }
-  static const FxTensor* meta(const FxNode* n) {
-    return n && n->outputs.size() == 1 && n->outputs[0] ? &*n->outputs[0] : nullptr;
-  }
-  // aten._to_copy(src, dtype=D) with no other conversion: the dtype name ("float32"), else "".
-  static std::string cast_dtype(const FxNode* n) {
-    if (!call(n, "aten._to_copy.default") || n->args.size() != 1) return "";
-    std::string dtype;
-    for (const auto& [k, v] : n->kwargs) {
-      if (k == "dtype" && v.kind == FxArg::Kind::Str) dtype = v.s.rfind("torch.", 0) == 0 ? v.s.substr(6) : v.s;
-      else if (k == "layout" && v.kind == FxArg::Kind::Str && v.s == "torch.strided") continue;
-      else if (k == "device" && v.kind == FxArg::Kind::Str) continue;  // same device: checked by the metas
-      else return "";
-    }
-    return dtype;
   }
   // The operand of binary mul `n` that is not node `other`, when the other one is.
   const FxArg* other_operand(const FxNode* n, int other) const {
@@ -53,24 +22,6 @@ struct Matcher {
     if (n->args[0].is_node() && n->args[0].i == other) return &n->args[1];
     if (n->args[1].is_node() && n->args[1].i == other) return &n->args[0];
     return nullptr;
-  }
-  // The single user of node k (a node index), or -1.
-  int sole_user(int k) const {
-    if (uses[k] != 1) return -1;
-    for (size_t u = k + 1; u < g.nodes.size(); ++u) {
-      const FxNode& n = g.nodes[u];
-      bool hit = false;
-      for (const FxArg& a : n.args) hit |= refers(a, k);
-      for (const auto& [key, v] : n.kwargs) hit |= refers(v, k);
-      if (hit) return static_cast<int>(u);
-    }
-    return -1;
-  }
-  static bool refers(const FxArg& a, int k) {
-    if (a.is_node() && a.i == k) return true;
-    for (const FxArg& x : a.items)
-      if (refers(x, k)) return true;
-    return false;
   }
 
   // Tries a match whose rsqrt is node r; rewrites and returns true on success.

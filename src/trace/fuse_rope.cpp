@@ -2,34 +2,15 @@
 
 #include <optional>
 
+#include "trace/fx_match.h"
+
 namespace mk {
 
 namespace {
 
-struct Matcher {
-  FxGraph& g;
-  std::vector<int> uses;  // references to each node from args, kwargs and the output
+struct Matcher : FxMatch {
+  using FxMatch::FxMatch;
 
-  explicit Matcher(FxGraph& graph) : g(graph) { recount(); }
-  void recount() {
-    uses.assign(g.nodes.size(), 0);
-    for (const FxNode& n : g.nodes) {
-      for (const FxArg& a : n.args) count(a);
-      for (const auto& [k, v] : n.kwargs) count(v);
-    }
-  }
-  void count(const FxArg& a) {
-    if (a.is_node()) ++uses[a.i];
-    for (const FxArg& x : a.items) count(x);
-  }
-
-  const FxNode* node(const FxArg& a) const { return a.is_node() ? &g.nodes[a.i] : nullptr; }
-  static bool call(const FxNode* n, const char* target) {
-    return n && n->op == "call_function" && n->target == target;
-  }
-  static const FxTensor* meta(const FxNode* n) {
-    return n && n->outputs.size() == 1 && n->outputs[0] ? &*n->outputs[0] : nullptr;
-  }
   // A node operand used only once (by the candidate pattern), calling `target`.
   const FxNode* only(const FxArg& a, const char* target) const {
     const FxNode* n = node(a);
@@ -37,37 +18,7 @@ struct Matcher {
   }
   static bool int_is(const FxArg& a, int64_t v) { return a.kind == FxArg::Kind::Int && a.i == v; }
   static bool last_dim(const FxArg& a, int64_t rank) { return int_is(a, -1) || int_is(a, rank - 1); }
-  // aten._to_copy(src, dtype=D) with no other conversion: the dtype name ("float32"), else "".
-  static std::string cast_dtype(const FxNode* n) {
-    if (!call(n, "aten._to_copy.default") || n->args.size() != 1) return "";
-    std::string dtype;
-    for (const auto& [k, v] : n->kwargs) {
-      if (k == "dtype" && v.kind == FxArg::Kind::Str) dtype = v.s.rfind("torch.", 0) == 0 ? v.s.substr(6) : v.s;
-      else if (k == "layout" && v.kind == FxArg::Kind::Str && v.s == "torch.strided") continue;
-      else if (k == "device" && v.kind == FxArg::Kind::Str) continue;  // same device: checked by the metas
-      else return "";
-    }
-    return dtype;
-  }
   static bool float_dtype(const std::string& d) { return d == "bfloat16" || d == "float16" || d == "float32"; }
-  // The single user of node k, or -1.
-  int sole_user(int k) const {
-    if (uses[k] != 1) return -1;
-    for (size_t u = k + 1; u < g.nodes.size(); ++u) {
-      const FxNode& n = g.nodes[u];
-      bool hit = false;
-      for (const FxArg& a : n.args) hit |= refers(a, k);
-      for (const auto& [key, v] : n.kwargs) hit |= refers(v, k);
-      if (hit) return static_cast<int>(u);
-    }
-    return -1;
-  }
-  static bool refers(const FxArg& a, int k) {
-    if (a.is_node() && a.i == k) return true;
-    for (const FxArg& x : a.items)
-      if (refers(x, k)) return true;
-    return false;
-  }
   // aten.slice.Tensor(X, last dim, start, end[, 1]) of node X, used once: whether it is X[..., lo:hi]
   // for a last dim of D (hi == D also accepts any end >= D).
   bool slice_of(const FxArg& a, int64_t X, int64_t rank, int64_t D, int64_t lo, int64_t hi) const {

@@ -1,0 +1,49 @@
+#include "trace/fx_match.h"
+
+namespace mk {
+
+void FxMatch::recount() {
+  uses.assign(g.nodes.size(), 0);
+  for (const FxNode& n : g.nodes) {
+    for (const FxArg& a : n.args) count(a);
+    for (const auto& [k, v] : n.kwargs) count(v);
+  }
+}
+
+void FxMatch::count(const FxArg& a) {
+  if (a.is_node()) ++uses[a.i];
+  for (const FxArg& x : a.items) count(x);
+}
+
+std::string FxMatch::cast_dtype(const FxNode* n) {
+  if (!call(n, "aten._to_copy.default") || n->args.size() != 1) return "";
+  std::string dtype;
+  for (const auto& [k, v] : n->kwargs) {
+    if (k == "dtype" && v.kind == FxArg::Kind::Str) dtype = v.s.rfind("torch.", 0) == 0 ? v.s.substr(6) : v.s;
+    else if (k == "layout" && v.kind == FxArg::Kind::Str && v.s == "torch.strided") continue;
+    else if (k == "device" && v.kind == FxArg::Kind::Str) continue;  // same device: checked by the metas
+    else return "";
+  }
+  return dtype;
+}
+
+int FxMatch::sole_user(int k) const {
+  if (uses[k] != 1) return -1;
+  for (size_t u = k + 1; u < g.nodes.size(); ++u) {
+    const FxNode& n = g.nodes[u];
+    bool hit = false;
+    for (const FxArg& a : n.args) hit |= refers(a, k);
+    for (const auto& [key, v] : n.kwargs) hit |= refers(v, k);
+    if (hit) return static_cast<int>(u);
+  }
+  return -1;
+}
+
+bool FxMatch::refers(const FxArg& a, int k) {
+  if (a.is_node() && a.i == k) return true;
+  for (const FxArg& x : a.items)
+    if (refers(x, k)) return true;
+  return false;
+}
+
+}  // namespace mk

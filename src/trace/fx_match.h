@@ -1,0 +1,35 @@
+// Helpers of the FX-level pattern matchers (fuse_rms_norm, fuse_rope): use counts, single users, casts.
+// A matcher reads the graph's nodes by index; after a rewrite it calls recount().
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/fx.h"
+
+namespace mk {
+
+struct FxMatch {
+  FxGraph& g;
+  std::vector<int> uses;  // references to each node from args, kwargs and the output
+
+  explicit FxMatch(FxGraph& graph) : g(graph) { recount(); }
+  void recount();
+
+  const FxNode* node(const FxArg& a) const { return a.is_node() ? &g.nodes[a.i] : nullptr; }
+  static bool call(const FxNode* n, const char* target) {
+    return n && n->op == "call_function" && n->target == target;
+  }
+  static const FxTensor* meta(const FxNode* n) {
+    return n && n->outputs.size() == 1 && n->outputs[0] ? &*n->outputs[0] : nullptr;
+  }
+  // aten._to_copy(src, dtype=D) with no other conversion: the dtype name ("float32"), else "".
+  static std::string cast_dtype(const FxNode* n);
+  // The single user of node k (a node index), or -1.
+  int sole_user(int k) const;
+  static bool refers(const FxArg& a, int k);
+
+ private:
+  void count(const FxArg& a);
+};
+
+}  // namespace mk
