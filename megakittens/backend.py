@@ -63,7 +63,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
-    graph = fx_export.export_graph(gm, name, is_backward)
+    # Strided inputs arrive as contiguous copies (the dispatcher makes them), so trace them as such.
+    graph = fx_export.export_graph(gm, name, is_backward, contiguous_inputs=True)
     if options.dry_run:
         return _dry_run(gm, graph, options, name)
     return make_boxed_func(_compile_program(gm, graph, options, name))

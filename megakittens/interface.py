@@ -46,8 +46,10 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
 
     Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
-    graph (a graph break is an error); every new input shape recompiles. Inputs: contiguous tensors of
-    rank <= 4 (bfloat16; float32/float16 and int64 ids where docs/itypes.md says). CPU tensors run on the reference interpreter.
+    graph (a graph break is an error); every new input shape recompiles. Inputs: tensors of rank <= 4
+    (bfloat16; float32/float16 and int64 ids where docs/itypes.md says); a strided input (a transpose, a
+    step slice, an expand) runs on a contiguous copy made at each call. CPU tensors run on the reference
+    interpreter. Outputs have the strides eager would give them.
 
     enable: False returns ``fn`` unchanged (runs eagerly). dry_run: print a support report (and save_dag), then run
     eagerly. verbose: print the FX graph and per-phase timings. save_dag / save_schedule: write
