@@ -58,6 +58,9 @@ def test_tiny_example_matches_eager():
     assert it.count("Attention(causal=1,scale=0.125,bshd=qkv)") == args.n_layer
     assert it[0] == "Embedding"
     assert mk_backend.dispatchers[-1].program.nodes[-1].itype == "Gemm(tb)"  # lm_head
+    # The rotate-half RoPE (with its fp32 casts) fused: one Rope for q and one for k per layer, no Cat left.
+    assert sum(t.startswith("Rope(") for t in it) == 2 * args.n_layer, it
+    assert not any(t.startswith("Cat") for t in it), it
 
 
 def test_tiny_example_support_report(capsys):

@@ -115,15 +115,6 @@ struct Matcher : FxMatch {
 
 }  // namespace
 
-int fuse_rope(FxGraph& g) {
-  int fused = 0;
-  Matcher m(g);
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    if (m.match(static_cast<int>(k))) {
-      ++fused;
-      m.recount();  // the rewrite changed the use counts
-    }
-  return fused;
-}
+int fuse_rope(FxGraph& g) { return rewrite_all<Matcher>(g); }
 
 }  // namespace mk

@@ -32,4 +32,17 @@ struct FxMatch {
   void count(const FxArg& a);
 };
 
+// Runs matcher M (an FxMatch with bool match(int node)) at every node; returns the number of rewrites.
+template <class M>
+int rewrite_all(FxGraph& g) {
+  int fused = 0;
+  M m(g);
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (m.match(static_cast<int>(k))) {
+      ++fused;
+      m.recount();  // the rewrite changed the use counts
+    }
+  return fused;
+}
+
 }  // namespace mk
