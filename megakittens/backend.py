@@ -164,7 +164,9 @@ def make_aot_backend(options: Options, name: str) -> Any:
     def bw_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         return compile_graph(gm, example_inputs, options, name, is_backward=True)
 
-    return aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler)
+    aot = aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler)
+    aot.__name__ = "megakittens"  # Dynamo names the backend by it in BackendCompilerFailed ("compiler_fn")
+    return aot
 
 
 def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list, *, mode: Optional[str] = None,

@@ -367,3 +367,8 @@ def test_sdpa_dropout_error_names_the_cause():
     q = randn(1, 2, 16, 64)
     with pytest.raises(Exception, match=r"_safe_softmax.*dropout_p > 0"):
         megakittens.compile(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1))(q)
+
+
+def test_errors_name_the_megakittens_backend():
+    with pytest.raises(Exception, match="backend='megakittens'"):
+        megakittens.compile(torch.relu)(randn(0, 8))
