@@ -110,6 +110,9 @@ class Dispatcher:
         self._gpu_error: str | None = None  # why CUDA tensors cannot run on the megakernel, once known
         self._warned = False
         self._output_strides = _expected_strides(graph_module, len(self.output_slots))
+        # Host bytes the CPU interpreter allocates: each non-alias slot plus a 4-byte writer tag per element.
+        self._host_bytes = sum(math.prod(m.shape) * (torch.empty(0, dtype=_DTYPES[m.dtype]).element_size() + 4)
+                               for s, m in enumerate(self.slots) if self._slot_base[s] < 0)
 
     def _gpu_ready(self) -> bool:
         """Compile (or fetch from the cache) the megakernel on first CUDA use; False if it cannot run."""
@@ -186,8 +189,7 @@ class Dispatcher:
     def _check_host_memory(self) -> None:
         """MemoryError, before allocating, when the CPU interpreter would need more than the host has: every
         slot plus a 4-byte writer tag per element (src/reference/memory.h) and slack for the inputs' copies."""
-        need = sum(math.prod(m.shape) * (torch.empty(0, dtype=_DTYPES[m.dtype]).element_size() + 4)
-                   for s, m in enumerate(self.slots) if self._slot_base[s] < 0)
+        need = self._host_bytes
         avail = _available_memory()
         if avail is not None and need > avail:
             raise MemoryError(f"megakittens: the CPU reference interpreter needs about {need / 2**30:.1f} GiB for "

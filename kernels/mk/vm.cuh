@@ -341,7 +341,7 @@ __device__ __forceinline__ bool release_unused(Ctx& c, int first) {
   bool ok = true;
   if (c.lane == 0)
     for (int lid = first; lid < kNumPages && ok; ++lid) {
-      ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+      ok = page_wait_lane(c, lid);
       if (ok) page_finish(c, lid);
     }
   return warp_ok(c, ok);

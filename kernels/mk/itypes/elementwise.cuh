@@ -121,7 +121,7 @@ struct Elementwise {
     bool ok = true;
     if (c.lane == 0) {
       for (int lid = 0; lid < kUsedPages && ok; ++lid)
-        ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+        ok = page_wait_lane(c, lid);
       const int nt = num_tiles(c);
       const i32* idx = c.idx();
       for (int t = 0; t < nt && ok; ++t) {

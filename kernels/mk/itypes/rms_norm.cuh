@@ -47,7 +47,7 @@ struct RMSNorm {
     bool ok = true;
     if (c.lane == 0)
       for (int lid = 0; lid < kUsedPages && ok; ++lid)
-        ok = wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+        ok = page_wait_lane(c, lid);
     if (!warp_ok(c, ok)) return;
     const i32* idx = c.idx();
     const i32* o = idx;
