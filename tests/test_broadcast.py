@@ -160,14 +160,15 @@ def test_interleavings(global_work_queue, cluster_size):
 
 # --- GPU codegen: no device body reads a broadcast operand yet ----------------------------------------
 
-def test_broadcast_has_no_gpu_body():
-    """Codegen refuses a broadcast ElementwiseBinary ("no GPU body yet") so a CUDA graph falls back
-    with a warning instead of computing something else; the plain form still has its body."""
+def test_broadcast_gpu_source_carries_the_masks():
+    """A broadcast ElementwiseBinary runs on the device's plain-load path: codegen passes each operand's
+    broadcast mask (bit k = padded dim k) to the body; the plain form has zero masks."""
     from megakittens import _C
     if getattr(_C, "gpu_runtime_missing", "x") or not hasattr(_C, "gpu_generate_source"):
         pytest.skip("built without the GPU runtime")
     _check(lambda x, w: x * w, randn(128, 256), randn(256))
-    with pytest.raises(Exception, match="no GPU body yet"):
-        _C.gpu_generate_source(mk_backend.dispatchers[-1].program)
+    assert "bcast_a = 0, bcast_b = 4;" in _C.gpu_generate_source(mk_backend.dispatchers[-1].program)  # rows: bit 2
+    _check(lambda x, c: x + c, randn(128, 256), randn(128, 1))
+    assert "bcast_a = 0, bcast_b = 8;" in _C.gpu_generate_source(mk_backend.dispatchers[-1].program)  # cols: bit 3
     _check(lambda x, y: x * y, randn(128, 256), randn(128, 256))
-    assert "mk::ElementwiseBinary<" in _C.gpu_generate_source(mk_backend.dispatchers[-1].program)
+    assert "bcast_a = 0, bcast_b = 0;" in _C.gpu_generate_source(mk_backend.dispatchers[-1].program)

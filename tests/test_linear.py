@@ -159,3 +159,21 @@ GRAPHS = {
 def test_interleavings(graph, global_work_queue, cluster_size):
     fn, make_inputs = GRAPHS[graph]
     check_interleavings(fn, make_inputs(), global_work_queue, cluster_size)
+
+
+def test_outer_product_matmul_is_a_broadcast_mul():
+    """K = 1 (HF's rotary embedding before transformers 5: inv_freq[None, :, None] @ positions[:, None, :] in
+    fp32) is no Gemm: it resolves to a broadcast mul, exact in any floating dtype."""
+    def rotary(inv_freq, pos):
+        freqs = (inv_freq[None, :, None].expand(pos.shape[0], -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
+        return torch.cat((freqs, freqs), dim=-1).cos()
+
+    inv_freq = 1.0 / (500000.0 ** (torch.arange(0, 64, 2, dtype=torch.float32) / 64))
+    pos = torch.randint(0, 4096, (2, 50))
+    out = megakittens.compile(rotary)(inv_freq, pos)
+    assert out.dtype == torch.float32
+    itypes = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    assert not any(i.startswith("Gemm") for i in itypes) and any(i.startswith("ElementwiseBinary(op=mul") for i in itypes)
+    torch.testing.assert_close(out, rotary(inv_freq, pos), rtol=1e-5, atol=1e-5)
+    a, b = randn(4, 96, 1), randn(4, 1, 72)  # bf16 bmm with K = 1: one product, rounded once, either way
+    assert torch.equal(megakittens.compile(torch.bmm)(a, b), torch.bmm(a, b))

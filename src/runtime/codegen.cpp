@@ -6,9 +6,12 @@
 #include <cstdlib>
 
 #include "itypes/attention.h"
+#include "itypes/copy.h"
 #include "itypes/elementwise.h"
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
+#include "itypes/rope.h"
+#include "itypes/row_reduce.h"
 #include "runtime/driver.h"
 
 namespace mk::rt {
@@ -77,11 +80,30 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
     return t + ">";
   }
   if (const auto* b = dynamic_cast<const ElementwiseBinary*>(&it)) {
-    if (b->broadcasts())  // no device body reads a broadcast operand yet: the graph falls back
-      throw GpuError("megakittens: IType " + it.str() + " has no GPU body yet (kernels/mk/itypes/)");
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr mk::Binary op = mk::Binary::" + b->op() +
-              ";\n  static constexpr float alpha = " + float_literal(b->alpha()) + ";\n};\n";
+              ";\n  static constexpr float alpha = " + float_literal(b->alpha()) +
+              ";\n  static constexpr unsigned bcast_a = " + std::to_string(b->broadcast()[0]) +
+              ", bcast_b = " + std::to_string(b->broadcast()[1]) + ";\n};\n";
     return "mk::ElementwiseBinary<" + P + ">";
+  }
+  // [Note: SIMT bodies] (kernels/mk/simt.cuh): plain loads and stores, any dtype.
+  if (const auto* cp = dynamic_cast<const Copy*>(&it)) {
+    params += "struct " + P + " {  // " + it.str() + "\n  static constexpr int rows = " + std::to_string(cp->src().rows) +
+              ", cols = " + std::to_string(cp->src().cols) + ";\n};\n";
+    return "mk::Copy<" + P + ">";
+  }
+  if (name == "Embedding") return "mk::Embedding";
+  if (name == "Cat") return "mk::Cat";
+  if (const auto* r = dynamic_cast<const Rope*>(&it)) {
+    params += "struct " + P + " {  // " + it.str() + "\n  static constexpr unsigned bcast = " +
+              std::to_string(r->cos_bcast()) + ";\n  static constexpr bool x_bshd = " +
+              (r->x_bshd() ? "true" : "false") + ";\n};\n";
+    return "mk::Rope<" + P + ">";
+  }
+  if (const auto* rr = dynamic_cast<const RowReduce*>(&it)) {
+    params += "struct " + P + " {  // " + it.str() + "\n  static constexpr bool mean = " +
+              (rr->op() == "mean" ? "true" : "false") + ", keepdim = " + (rr->keepdim() ? "true" : "false") + ";\n};\n";
+    return "mk::RowReduce<" + P + ">";
   }
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
     // The device body is written for 128x256x64 CTA tiles (profile h200). Flags become the template
@@ -148,14 +170,17 @@ XmapPlan xmap_plan(const Program& p) {
 }
 
 std::string generate_source(const Program& p) {
-  // The device bodies are bf16-only: a node with any other slot dtype (fp32 elementwise, int64 ids)
-  // has no GPU body yet, so the graph falls back.
-  for (const auto& n : p.nodes)
+  // Gemm, RMSNorm and Attention bodies are bf16-only (their validate() already requires it); the
+  // others read each slot's dtype at run time ([Note: SIMT bodies]).
+  for (const auto& n : p.nodes) {
+    const std::string name = n.itype->name();
+    if (name != "Gemm" && name != "RMSNorm" && name != "Attention") continue;
     for (const auto* slots : {&n.src_slots, &n.dst_slots})
       for (int s : *slots)
         if (p.slots[s].dtype != DType::bf16)
           throw GpuError("megakittens: IType " + n.itype->str() + " has no GPU body yet for " +
                          dtype_name(p.slots[s].dtype) + " tensors (node '" + n.name + "')");
+  }
   std::string params, cases;
   for (size_t i = 0; i < p.icodes.size(); ++i) {
     const std::string t = device_type(p, static_cast<int>(i), params);
@@ -183,7 +208,9 @@ std::string generate_source(const Program& p) {
   s += "#define MK_NUM_SLOTS " + std::to_string(std::max<size_t>(1, p.slots.size())) + "\n";
   s += "#define MK_NUM_XMAPS " + std::to_string(std::max(1, xmap_plan(p).count)) + "\n";
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
-  s += "#include \"mk/itypes/elementwise.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
+  s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
+  s += "#include \"mk/itypes/copy.cuh\"\n#include \"mk/itypes/cat.cuh\"\n#include \"mk/itypes/embedding.cuh\"\n";
+  s += "#include \"mk/itypes/rope.cuh\"\n#include \"mk/itypes/row_reduce.cuh\"\n";
   s += "#include \"mk/itypes/gemm.cuh\"\n#include \"mk/itypes/attention.cuh\"\n\n";
   s += "namespace mk_gen {\n" + params + "struct Visit {\n";
   s += "  static constexpr int kNumIcodes = " + std::to_string(p.icodes.size()) + ";\n";

@@ -39,7 +39,7 @@ struct SlotDesc {
 static_assert(sizeof(SlotDesc) == kSlotBytes, "host SlotDesc mirrors kernels/mk/vm.cuh");
 
 const char* kSiteNames[] = {"?", "input barrier", "reuse barrier", "pipeline mbarrier", "instruction slot",
-                            "icode check"};
+                            "icode check", "index check"};
 
 // The tiny probe kernel of max_ctas(): the megakernel's launch shape, no body.
 const char* kProbePtx =
@@ -70,10 +70,6 @@ CUresult encode_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t 
   return d.cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, reinterpret_cast<void*>(ptr), dims,
                                   strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-}
-
-bool is_elementwise(const IType& it) {
-  return it.name() == "ElementwiseUnary" || it.name() == "ElementwiseBinary";
 }
 
 }  // namespace
@@ -210,12 +206,6 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
   check(d.cuMemHostGetDevicePointer(&diag_dev_, host, 0), "cuMemHostGetDevicePointer(diag)");
 
   trace("kernel ready");
-  needs_map_.assign(nslots, false);
-  for (const auto& n : program_.nodes)
-    if (is_elementwise(*n.itype)) {
-      for (int s : n.src_slots) needs_map_[s] = true;
-      for (int s : n.dst_slots) needs_map_[s] = true;
-    }
 }
 
 GpuKernel::~GpuKernel() {
@@ -240,6 +230,7 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
     sd.ptr = ptrs[s];
     for (int k = 0; k < 4; ++k) sd.dims[k] = static_cast<int32_t>(p[k]);
     sd.xmap = -1;
+    sd.flags = static_cast<int32_t>(m.dtype) << 8;  // kernels/mk/simt.cuh slot_dtype
     if (m.dtype == DType::bf16) {
       // A 4-D (c, r, d, b) map with a 128x128 box, no swizzle: the elementwise tile (rows of 256 B).
       auto* map = reinterpret_cast<CUtensorMap*>(params_.data() + kCommonBytes + s * kMapBytes);
@@ -257,10 +248,6 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
                        "aligned and its last dim a multiple of 8 bf16 elements");
       sd.xmap = x;
     }
-    if (needs_map_[s] && !(sd.flags & 1))
-      throw GpuError("megakittens: tensor slot " + std::to_string(s) + " (" + m.str() +
-                     ") needs a TMA tile map for an elementwise instruction, but its base address must be "
-                     "16-byte aligned and its last dim a multiple of 8 elements (not supported yet)");
     std::memcpy(params_.data() + kCommonBytes + nslots * kMapBytes + s * kSlotBytes, &sd, sizeof sd);
   }
   params_ptrs_ = ptrs;
@@ -276,10 +263,12 @@ void GpuKernel::reset_state() {
 
 std::string GpuKernel::diag_message(const Diag& g) const {
   using std::to_string;
-  const int site = (g.site >= 1 && g.site <= 5) ? g.site : 0;
-  std::string m = "megakittens watchdog: the megakernel for '" + program_.name + "' stopped making progress (" +
-                  kSiteNames[site] + ")";
+  const int site = (g.site >= 1 && g.site <= 6) ? g.site : 0;
+  std::string m = g.site == 6 ? "megakittens: the megakernel for '" + program_.name + "' read an index out of range"
+                              : "megakittens watchdog: the megakernel for '" + program_.name +
+                                    "' stopped making progress (" + kSiteNames[site] + ")";
   if (g.site == 5) m += ": unknown icode " + to_string(g.value) + " (program has " + to_string(g.target) + ")";
+  if (g.site == 6) m += ": index " + to_string(g.value) + " for a table of " + to_string(g.target) + " rows";
   m += "\n  SM " + to_string(g.sm) + ", CTA " + to_string(g.cta) + ", warp " + to_string(g.warp) + " lane " +
        to_string(g.lane) + "\n  instruction " + to_string(g.instruction) + ", icode " + to_string(g.icode);
   if (g.icode >= 0 && g.icode < static_cast<int>(program_.icodes.size())) m += " (" + program_.icodes[g.icode]->str() + ")";
@@ -303,6 +292,7 @@ void GpuKernel::check_watchdog() {
   std::memcpy(&copy, const_cast<Diag*>(diag_host_), sizeof copy);
   const std::string msg = diag_message(copy);
   reset_state();
+  if (copy.site == 6) throw std::out_of_range(msg);  // Python IndexError, as eager embedding
   throw DeadlockError(msg);
 }
 

@@ -92,7 +92,6 @@ class GpuKernel {
   int64_t launches_ = 0;
   std::vector<unsigned char> params_;  // Common + maps + slot descriptors + Gemm maps
   std::vector<uint64_t> params_ptrs_;  // slot pointers params_ was built for
-  std::vector<bool> needs_map_;
   XmapPlan xmaps_;  // per slot: its Gemm / Attention tile maps in Globals::xmaps
   int64_t planted_ = -1;
 };

@@ -27,8 +27,16 @@ struct Entry {
   ResolveFn fn;
 };
 
+Resolution binary_on(const OpCall& c, const std::string& op, double alpha, const FxArg& a, const FxArg& b,
+                     bool inplace = false);
+
 // The transpose flags (and the bias kind) depend on the folded views: bound once the tracer has them.
 Resolution gemm(const OpCall& c, const char* a, const char* b, const char* bias = nullptr) {
+  // K = 1 (HF's rotary embedding: inv_freq (B, D/2, 1) @ positions (B, 1, S), in fp32): an outer
+  // product, which is the broadcast product exactly (one rounding either way), in any floating dtype.
+  const std::vector<int64_t>& as = c.meta(c.tensor(a)).shape;
+  if (!bias && as.size() >= 2 && as.back() == 1 && c.meta(c.tensor(b)).shape.size() == as.size())
+    return binary_on(c, "mul", 1.0, c.tensor(a), c.tensor(b));
   Resolution r{std::make_shared<Gemm>(), c.target(), {&c.tensor(a), &c.tensor(b)}};
   if (bias) r.inputs.push_back(&c.tensor(bias));
   r.bind = [](const std::vector<TensorRange>& views) -> ITypePtr {
@@ -49,7 +57,7 @@ Resolution gemm_bias(const OpCall& c, const char* a, const char* b) {
 // ElementwiseBinary on tensors a, b; which operand dims broadcast (torch rules, implicit or through a
 // folded expand) depends on the folded views: bound once the tracer has them.
 Resolution binary_on(const OpCall& c, const std::string& op, double alpha, const FxArg& a, const FxArg& b,
-                     bool inplace = false) {
+                     bool inplace) {
   Resolution r{std::make_shared<ElementwiseBinary>(op, alpha, inplace), c.target(), {&a, &b}};
   r.bind = [op, alpha, inplace](const std::vector<TensorRange>& views) -> ITypePtr {
     return std::make_shared<ElementwiseBinary>(op, alpha, inplace,

@@ -4,7 +4,7 @@
 // [Note: page release order] unused lids first, then the other inputs' pages, then input 0's
 // (the output), which are freed only after their stores have read shared memory.
 #pragma once
-#include "mk/vm.cuh"
+#include "mk/simt.cuh"
 
 namespace mk {
 
@@ -57,6 +57,7 @@ template <Unary... Us>
 struct UnaryFn {
   static_assert(((!kUnaryHasK<Us>) && ...), "a scalar mk::Unary needs its constant: use ElementwiseUnaryK");
   static constexpr int inputs = 1;
+  static constexpr __device__ unsigned bcast(int) { return 0; }
   static __device__ __forceinline__ float apply(const float (&v)[1]) {
     float x = v[0];
     ((x = unary<Us>(x)), ...);
@@ -69,6 +70,7 @@ struct UnaryFn {
 template <class... Ss>
 struct UnaryStepsFn {
   static constexpr int inputs = 1;
+  static constexpr __device__ unsigned bcast(int) { return 0; }
   static __device__ __forceinline__ float apply(const float (&v)[1]) {
     float x = v[0];
     ((x = unary<Ss::op>(x, Ss::k)), ...);
@@ -76,10 +78,12 @@ struct UnaryStepsFn {
   }
 };
 
-// P: struct { static constexpr Binary op; static constexpr float alpha; }
+// P: struct { static constexpr Binary op; static constexpr float alpha; static constexpr unsigned
+// bcast_a, bcast_b; } (broadcast masks: bit k = padded dim k, docs/itypes.md).
 template <class P>
 struct BinaryFn {
   static constexpr int inputs = 2;
+  static constexpr __device__ unsigned bcast(int k) { return k == 0 ? P::bcast_a : P::bcast_b; }
   static __device__ __forceinline__ float apply(const float (&v)[2]) {
     const float a = v[0], b = v[1];
     if constexpr (P::op == Binary::add) return a + P::alpha * b;
@@ -90,10 +94,6 @@ struct BinaryFn {
     else return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
   }
 };
-
-__device__ __forceinline__ long long elem_offset(const SlotDesc& s, int b, int d, int r, int col) {
-  return ((static_cast<long long>(b) * s.dims[1] + d) * s.dims[2] + r) * s.dims[3] + col;
-}
 
 template <class F>
 struct Elementwise {
@@ -216,12 +216,5 @@ struct Elementwise {
     store_done(c);
   }
 };
-
-template <Unary... Us>
-using ElementwiseUnary = Elementwise<UnaryFn<Us...>>;
-template <class... Ss>
-using ElementwiseUnaryK = Elementwise<UnaryStepsFn<Ss...>>;
-template <class P>
-using ElementwiseBinary = Elementwise<BinaryFn<P>>;
 
 }  // namespace mk

@@ -1,0 +1,102 @@
+"""Whole Llama forward passes as one megakernel on the H200 (issue 6): examples/llama.py at the
+Llama-3.2-1B shape (16 layers, seq 1024) and the Llama-3-8B shape (4 layers, seq 2048), and Hugging Face's
+LlamaModel at the 1B shape. Each must run without any fallback, as exactly one kernel launch of the
+megakernel per forward, and match eager: relative error of the final hidden state <= 2e-2, logits argmax
+agreement >= 99% on positions whose top two logits are no bf16 tie."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import warnings
+from dataclasses import replace
+
+import pytest
+import torch
+
+import megakittens
+import megakittens.backend as mk_backend
+
+HIDDEN_TOL, ARGMAX_MIN = 2e-2, 0.99
+_EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "llama.py")
+
+
+def _gpu_ok():
+    if not torch.cuda.is_available():
+        return False
+    from megakittens import gpu
+    return gpu.available()[0]
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("mk_example_llama_gpu", _EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _megakernel_launches(fn, *args):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn(*args)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum("megakittens" in n for n in names), names
+
+
+def _compile_no_fallback(fn):
+    compiled = megakittens.compile(fn)
+
+    def run(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a fallback to the CPU interpreter warns
+            return compiled(*args)
+    return run
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config,layers,seq", [("1b", 16, 1024), ("8b", 4, 2048)])
+def test_example_llama_is_one_megakernel(config, layers, seq):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    llama = _example()
+    args = replace(llama.CONFIGS[config], n_layer=layers)
+    torch.manual_seed(0)
+    model = llama.build(args, seq, "cuda")
+    idx = torch.randint(0, args.vocab_size, (1, seq), device="cuda")
+    fn = _compile_no_fallback(model)
+    h, logits = fn(idx)
+    assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
+    with torch.no_grad():
+        h_ref, logits_ref = model(idx)
+    err = llama.rel_error(h, h_ref)
+    agree, decisive, _ = llama.argmax_agreement(logits, logits_ref)
+    assert err <= HIDDEN_TOL, f"hidden state relative error {err:.3e}"
+    assert decisive >= ARGMAX_MIN, f"argmax agreement {decisive:.4f} (all positions: {agree:.4f})"
+    n, names = _megakernel_launches(fn, idx)
+    assert n == 1, names
+
+
+@pytest.mark.gpu
+def test_hf_llama_model_1b_shape_is_one_megakernel():
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=4,
+                                   num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=2048,
+                                   rms_norm_eps=1e-5, rope_theta=500000.0)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = transformers.LlamaModel(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 1024), device="cuda")
+
+    def fwd(ids):
+        return model(input_ids=ids, use_cache=False).last_hidden_state
+
+    with torch.no_grad():
+        h_ref = fwd(ids)
+        fn = _compile_no_fallback(fwd)
+        h = fn(ids)
+        assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
+        err = ((h.double() - h_ref.double()).norm() / h_ref.double().norm()).item()
+        assert err <= HIDDEN_TOL, f"hidden state relative error {err:.3e}"
+        n, names = _megakernel_launches(fn, ids)
+    assert n == 1, names

@@ -1,0 +1,211 @@
+"""The plain-load device bodies ([Note: SIMT bodies], kernels/mk/simt.cuh) on the H200: Copy (casts,
+transposes, broadcasts), Embedding, Cat, Rope, RowReduce, and elementwise ops on fp16/fp32, broadcast
+operands and rows without a TMA map, each against eager; both queue modes, cluster sizes 1 and 2.
+The CPU part checks that the generated source of every case compiles with NVRTC without spills."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import megakittens.ops  # noqa: F401  (registers torch.ops.megakittens.*)
+from megakittens import _C, fx_export
+
+mkops = torch.ops.megakittens
+BF16 = torch.bfloat16
+
+
+def _randn(shape, dtype=BF16, g=None, scale=1.0):
+    return (torch.randn(shape, generator=g, dtype=torch.float32) * scale).to(dtype)
+
+
+# ---- cases: name -> (fn, make_inputs(generator)) ----------------------------------------------------
+
+def c_transpose(g):
+    return (lambda x: (x.t().contiguous(),)), [_randn((300, 136), g=g)]
+
+
+def c_bhsd_to_bshd(g):  # the attention output layout change of a Llama layer
+    return (lambda x: (x.transpose(1, 2).contiguous(),)), [_randn((2, 8, 100, 64), g=g)]
+
+
+def c_casts(g):  # bf16 -> fp32 -> math in fp32 -> bf16, int64 -> fp32, fp16 in
+    def f(x, i, h):
+        y = x.float()
+        return (y, torch.exp(y * 0.5).to(BF16), i.float() * 0.25, (h.float() + 1).to(torch.float16))
+    return f, [_randn((64, 96), g=g), torch.randint(-1000, 1000, (64, 96), generator=g), _randn((64, 96), torch.float16, g)]
+
+
+def c_expand_copy(g):
+    return (lambda w: (w.expand(130, 72).contiguous(),)), [_randn((1, 72), g=g)]
+
+
+def c_embedding(g):
+    def f(w, ids, ids32):
+        return (F.embedding(ids, w), F.embedding(ids32, w))
+    return f, [_randn((1000, 136), g=g), torch.randint(0, 1000, (2, 77), generator=g),
+               torch.randint(0, 1000, (50,), generator=g, dtype=torch.int32)]
+
+
+def c_cat(g):
+    def f(a, b, c):
+        return (torch.cat([a, b], dim=-1), torch.cat([a, c], dim=0))
+    return f, [_randn((40, 64), g=g), _randn((40, 72), g=g), _randn((9, 64), g=g)]
+
+
+def c_rope(g):  # gpt-fast form (cos (S, D) over (B, S, H, D)) and HF form (x_bshd, cos (1, 1, S, D))
+    def f(x, q, cos, sin, cos4, sin4):
+        B, S, H, D = q.shape
+        hf = q.view(B, S, H, D).transpose(1, 2)
+        return (mkops.rope(x, cos, sin), mkops.rope(hf, cos4, sin4))
+    S, D = 100, 64
+    return f, [_randn((2, S, 4, D), g=g), _randn((2, S, 4, D), g=g), _randn((S, 1, D), g=g), _randn((S, 1, D), g=g),
+               _randn((1, 1, S, D), g=g), _randn((1, 1, S, D), g=g)]
+
+
+def c_row_reduce(g):
+    def f(x, y):
+        return (x.sum(-1), y.float().mean(-1, keepdim=True))
+    return f, [_randn((70, 300), g=g), _randn((3, 20, 129), g=g)]
+
+
+def c_broadcast(g):
+    def f(x, w, col, s):
+        return (x * w, x + col, torch.maximum(x, s), (x.float() * w.float()).to(BF16))
+    return f, [_randn((100, 200), g=g), _randn((200,), g=g), _randn((100, 1), g=g), _randn((), g=g)]
+
+
+def c_hf_rotary(g):  # HF's rotary embedding: outer product in fp32, cat, cos/sin, cast
+    def f(inv_freq, pos):
+        freqs = pos[:, :, None].float() * inv_freq[None, None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return (emb.cos().to(BF16), (emb.sin() * 1.0).to(BF16))
+    return f, [1.0 / (10000 ** (torch.arange(0, 64, 2, dtype=torch.float32) / 64)), torch.arange(100)[None]]
+
+
+def c_hf_rotary_matmul(g):  # older transformers: inv_freq (B, D/2, 1) @ positions (B, 1, S) in fp32 (K = 1)
+    def f(inv_freq, pos):
+        a = inv_freq[None, :, None].float().expand(pos.shape[0], -1, 1)
+        freqs = (a @ pos[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return (emb.cos().to(BF16), emb.sin().to(BF16))
+    return f, [1.0 / (10000 ** (torch.arange(0, 64, 2, dtype=torch.float32) / 64)), torch.arange(100)[None]]
+
+
+def c_unaligned(g):  # rows of 200 B: no TMA tile map, the plain path
+    return (lambda x, y: (torch.relu(x) + y, torch.sigmoid(y))), [_randn((50, 100), g=g), _randn((50, 100), g=g)]
+
+
+CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
+                                     c_rope, c_row_reduce, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
+                                     c_unaligned)}
+
+
+def case_inputs(case, seed):
+    return CASES[case](torch.Generator().manual_seed(seed))
+
+
+def program_of(fn, args, cluster_size=1, num_sms=132, name="simt"):
+    gm = make_fx(fn, tracing_mode="fake")(*args)
+    dag = _C.trace(fx_export.export_graph(gm, name))
+    return _C.schedule(dag, _C.Profile.by_name("h200", num_sms), cluster_size=cluster_size)
+
+
+# ---- CPU: the generated source compiles -----------------------------------------------------------
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_simt_source_compiles_without_spills(case):
+    gpu = pytest.importorskip("megakittens.gpu")
+    if getattr(_C, "gpu_runtime_missing", "x"):
+        pytest.skip("built without the GPU runtime")
+    inc = gpu.cuda_include_dir()
+    if inc is None:
+        pytest.skip("CUDA headers not found")
+    fn, args = case_inputs(case, 0)
+    p = program_of(fn, args)
+    assert not _C.gpu_missing_bodies(p), _C.gpu_missing_bodies(p)
+    src = _C.gpu_generate_source(p)
+    try:
+        cubin, log, _ = _C.nvrtc_compile(src, _C.gpu_jit_flags(gpu.kernels_dir(), inc), list(gpu.nvrtc_candidates()))
+    except RuntimeError as e:
+        if "NVRTC not found" in str(e):
+            pytest.skip(str(e).splitlines()[0])
+        raise
+    assert len(cubin) > 0
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    if spills:
+        assert max(spills) == 0, log
+
+
+# ---- GPU ------------------------------------------------------------------------------------------
+
+def _gpu_ok():
+    if not torch.cuda.is_available():
+        return False
+    from megakittens import gpu
+    return gpu.available()[0]
+
+
+def run_gpu(program, args, options):
+    """Inputs = args; every other slot in its own dtype, poisoned (NaN / a large integer)."""
+    from megakittens import gpu
+    slots = [None] * len(program.slots)
+    for k, s in enumerate(program.input_slots):
+        slots[s] = args[k].contiguous()
+    for s, meta in enumerate(program.slots):
+        if slots[s] is None:
+            dt = getattr(torch, meta.dtype)
+            slots[s] = torch.full(list(meta.shape), float("nan") if dt.is_floating_point else 12345, dtype=dt,
+                                  device="cuda")
+    gpu.run_program_gpu(program, slots, options=options)
+    torch.cuda.synchronize()
+    return [slots[s] for s in program.output_slots]
+
+
+def check_close(out, ref, what):
+    assert out.dtype == ref.dtype and out.shape == ref.shape, (what, out.dtype, ref.dtype, out.shape, ref.shape)
+    assert torch.equal(torch.isnan(out), torch.isnan(ref)), f"{what}: NaN pattern differs from eager"
+    o, r = out.double().cpu(), ref.double().cpu()
+    finite = torch.isfinite(r)
+    err = ((o[finite] - r[finite]).norm() / r[finite].norm().clamp_min(1e-30)).item()
+    assert err <= 1e-2, f"{what}: relative error {err:.3e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_simt_itype_vs_eager(case, global_queue, cluster):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, args = case_inputs(case, 0)
+    program = program_of(fn, args, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=case)
+    for seed in (1, 2):  # fresh inputs; the second launch exercises the epoch-scaled barriers
+        fn, args = case_inputs(case, seed)
+        args = [a.cuda() for a in args]
+        outs = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        refs = fn(*args)
+        assert len(outs) == len(refs)
+        for k, (out, ref) in enumerate(zip(outs, refs)):
+            check_close(out, ref, f"{case} output {k}")
+
+
+@pytest.mark.gpu
+def test_embedding_index_out_of_range_raises_and_context_survives():
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, args = case_inputs("embedding", 0)
+    program = program_of(fn, args, num_sms=gpu.num_ctas(1), name="embedding_oob")
+    args = [a.cuda() for a in args]
+    bad = args[1].clone()
+    bad[1, 5] = 1000  # one past the table
+    with pytest.raises(IndexError, match="out of range"):
+        run_gpu(program, [args[0], bad, args[2]], {"sync": True, "watchdog_s": 2.0})
+    outs = run_gpu(program, args, {"sync": True, "watchdog_s": 5.0})
+    for out, ref in zip(outs, fn(*args)):
+        check_close(out, ref, "embedding after the error")
