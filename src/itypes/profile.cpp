@@ -21,10 +21,8 @@ Profile Profile::h200(int num_sms) {
   Profile p;
   p.name = "h200";
   p.num_sms = num_sms;
-  // Bigger elementwise / RMSNorm instructions (ew_max_pages = 4, rms_norm_pages = 3) measured 1.3-3x
-  // faster on the H200, but their device bodies (branch perf-ew) fail one mixed GPU test: off until fixed.
-  p.rms_norm_pages = 1;
-  p.ew_max_pages = 0;
+  p.rms_norm_pages = 3;  // kernels/mk/itypes/rms_norm.cuh kXPages
+  p.ew_max_pages = 4;    // kernels/mk/itypes/elementwise.cuh kMaxTiles * inputs
   return p;
 }
 

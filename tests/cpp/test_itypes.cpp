@@ -239,18 +239,14 @@ TEST(ElementwiseIType, TilingCounts) {
   // b200 (seed): two 128x128 tiles per instruction. h200: 1 to 4 (unary) or 2 (binary) tiles, as many
   // as still give each of its SMs an instruction.
   const ElementwiseUnary relu({"relu"});
-  Profile adaptive = Profile::h200(132);
-  adaptive.ew_max_pages = 4;
-  for (const auto& [p, want] : {std::pair{Profile::b200(), 32}, std::pair{Profile::h200(132), 32},
-                                std::pair{adaptive, 64}}) {
+  for (const auto& [p, want] : {std::pair{Profile::b200(), 32}, std::pair{Profile::h200(132), 64}}) {
     const NodeInfo n = node({whole({1024, 1024})}, {bf16({1024, 1024})}, p);
     relu.validate(n);
     EXPECT_EQ(relu.num_instructions(n), want);
     EXPECT_EQ(ew_num_tiles(Coord4{1, 1, 1024, 1024}, p, 1), want);
     expect_exact_cover(relu, n);
   }
-  const Profile& h = adaptive;
-  EXPECT_EQ(ew_tiles(Coord4{1, 1, 8192, 8192}, Profile::h200(132), 1), 2);  // fixed on h200 for now
+  const Profile h = Profile::h200(132);
   EXPECT_EQ(ew_tiles(Coord4{1, 1, 8192, 8192}, h, 1), 4);
   EXPECT_EQ(ew_tiles(Coord4{1, 1, 8192, 8192}, h, 2), 2);
   EXPECT_EQ(ew_tiles(Coord4{1, 1, 128, 128 * 133}, h, 1), 2);
@@ -649,9 +645,8 @@ TEST(RMSNormIType, Tiling) {
   EXPECT_EQ(RMSNorm::rows_per_instruction(4096, 1 << 20, p), 4);
   EXPECT_EQ(RMSNorm::rows_per_instruction(16384, 1 << 20, p), 1);
   EXPECT_EQ(RMSNorm::rows_per_instruction(100, 1 << 20, p), 128);  // 200 bytes pad to 256
-  // Up to 3 pages, only while every SM still gets an instruction (132 SMs x 8 rows per page).
-  Profile h = Profile::h200(132);
-  h.rms_norm_pages = 3;
+  // h200: up to 3 pages, only while every SM still gets an instruction (132 SMs x 8 rows per page).
+  const Profile h = Profile::h200(132);
   EXPECT_EQ(RMSNorm::rows_per_instruction(2048, 1024, h), 8);
   EXPECT_EQ(RMSNorm::rows_per_instruction(2048, 132 * 8 + 1, h), 16);
   EXPECT_EQ(RMSNorm::rows_per_instruction(2048, 1 << 20, h), 24);

@@ -1,9 +1,12 @@
 // RMSNorm(eps) over the last dim (seed §12, docs/itypes.md). One instruction = `rows` rows of C
-// elements, each padded to 128 B in lid 0, loaded and stored row by row with 1-D bulk copies
-// (generic copies when a row is not 16-byte aligned); the weight row lands in lid 1 the same way
-// (L2-resident, so the extra copy costs no HBM traffic). Warp w normalises rows w, w+8, ... in fp32
-// in place.
-// [Note: page release order] the five unused lids first, then the weight (lid 1), then lid 0.
+// elements in up to kXPages pages (lids 0..2), each row padded to 128 B, loaded and stored row by row
+// with 1-D bulk copies (generic copies when a row is not 16-byte aligned); the weight row lands in
+// lid 3 the same way (L2-resident, so the extra copy costs no HBM traffic). Warp w normalises rows
+// w, w+8, ... in fp32 in place. The host sizes `rows` (src/itypes/rms_norm.cpp, profile.rms_norm_pages).
+// [Note: page release order] the three unused lids first, then the weight (lid 3; the storer frees it
+// once the rows are computed), then the row pages, freed after their stores have read them. So the
+// next instruction's row pages are free at once and its loads overlap this one's compute and stores.
+// Page phases: [Note: page phases] in elementwise.cuh.
 #pragma once
 #include "mk/itypes/elementwise.cuh"
 
@@ -12,79 +15,121 @@ namespace mk {
 // P: struct { static constexpr float eps; static constexpr bool has_weight; }
 template <class P>
 struct RMSNorm {
-  static constexpr int num_semaphores = 2;  // loaded (bytes), computed (8 consumer warps)
-  static __device__ int semaphore_count(int i) { return i == 0 ? 1 : kConsumerWarps; }
-  static constexpr int kUsedPages = 2;
+  // rows loaded (bytes), computed (8 consumer warps), weight loaded (bytes): the weight has its own
+  // semaphore so that an abort while the loader waits for the weight's page leaves only complete
+  // phases to drain.
+  static constexpr int kRowsLoaded = 0, kComputed = 1, kWeightLoaded = 2;
+  static constexpr int num_semaphores = 3;
+  static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps : 1; }
+  static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
   static __device__ int lid_release_order(int q, const i32*) {
     return q < kNumPages - kUsedPages ? q + kUsedPages : kNumPages - 1 - q;
   }
 
   static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
-  // Rows can move by 1-D bulk copy: 16-byte aligned start and length.
-  static __device__ bool bulk_ok(const SlotDesc& s, const i32* o, int C) {
-    return (C % 8) == 0 && (s.dims[3] % 8) == 0 && (o[3] % 8) == 0 && (s.ptr % 16) == 0;
-  }
-
-  // Copies `rows` rows of C elements (row r at src + r * row_stride) to dst + r * rb, completing on
-  // `bar` (bulk) or by generic copies (the caller arrives afterwards).
-  static __device__ void copy_rows(Ctx& c, unsigned char* dst, const __nv_bfloat16* src, long long row_stride,
-                                   int rows, int C, int rb, bool bulk, u64* bar) {
-    if (bulk) {
-      for (int r = c.lane; r < rows; r += 32)
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst + r * rb,
-                                 src + r * row_stride, static_cast<u32>(2 * C), bar);
-    } else {
-      for (int r = 0; r < rows; ++r) {
-        __nv_bfloat16* d = reinterpret_cast<__nv_bfloat16*>(dst + r * rb);
-        for (int e = c.lane; e < C; e += 32) d[e] = src[r * row_stride + e];
-      }
+  // Row r of the instruction: page r / per_page, at (r % per_page) * rb. The page addresses are read
+  // from the stage once per role.
+  struct Rows {
+    unsigned char* p0;
+    unsigned char* p1;
+    unsigned char* p2;
+    int rb, per_page;
+    __device__ Rows(const Ctx& c, int C)
+        : p0(c.page(0)), p1(c.page(1)), p2(c.page(2)), rb(row_bytes(C)), per_page(kPageBytes / row_bytes(C)) {}
+    __device__ unsigned char* at(int r) const {
+      const int q = r / per_page;
+      return (q == 0 ? p0 : q == 1 ? p1 : p2) + (r - q * per_page) * rb;
     }
+  };
+  static_assert(kXPages == 3, "Rows holds three page addresses");
+  // Rows can move by 1-D bulk copy: 16-byte aligned start and length.
+  static __device__ bool bulk_ok(const SlotDesc& s, int col0, int C) {
+    return (C % 8) == 0 && (s.dims[3] % 8) == 0 && (col0 % 8) == 0 && (s.ptr % 16) == 0;
   }
 
+  // Loader: row pages first (free at once, release order), row copies, then the weight's page (the
+  // previous instruction's, free once its rows are computed), the weight copy, and the unused lids last
+  // (as Elementwise::load). Without a weight, its page is unused: passed on right after the wait.
   static __device__ void load(Ctx& c) {
+#ifdef MK_SAFE_ORDER
     if (!release_unused(c, kUsedPages)) return;
+#endif
     if (!wait_inputs(c)) return;
     bool ok = true;
     if (c.lane == 0)
-      for (int lid = 0; lid < kUsedPages && ok; ++lid)
-        ok = page_wait_lane(c, lid);
+      for (int lid = 0; lid < kXPages && ok; ++lid) ok = page_wait_lane(c, lid);
     if (!warp_ok(c, ok)) return;
     const i32* idx = c.idx();
-    const i32* o = idx;
-    const int rows = idx[12], C = idx[13], rb = row_bytes(C);
+    const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], rows = idx[12], C = idx[13];
+    const Rows rw(c, C);
     const SlotDesc& x = c.slot(c.src_slot(0));
-    const __nv_bfloat16* xp = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, o[0], o[1], o[2], o[3]);
-    const bool xbulk = bulk_ok(x, o, C);
-    bool wbulk = true;
-    const __nv_bfloat16* wp = nullptr;
+    const __nv_bfloat16* xp = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, b, d, r0, col0);
+    const bool xbulk = bulk_ok(x, col0, C);
+    // Announce the bulk bytes (no arrive), copy, then a single arrive after the generic copies (if
+    // any) so the phase cannot complete before they are done.
+    if (c.lane == 0 && xbulk)
+      cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                    c.sem(kRowsLoaded), static_cast<u32>(rows * 2 * C));
+    __syncwarp();
+    if (xbulk) {
+      for (int r = c.lane; r < rows; r += 32)
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, rw.at(r),
+                                 xp + static_cast<long long>(r) * x.dims[3],
+                                 static_cast<u32>(2 * C), c.sem(kRowsLoaded));
+    } else {
+      for (int r = 0; r < rows; ++r) {
+        __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+        for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
+      }
+    }
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kRowsLoaded));
+    ok = c.lane != 0 || page_wait_lane(c, kWeightLid);
+    if (!warp_ok(c, ok)) {
+      if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
+      return;
+    }
     if constexpr (P::has_weight) {
       const SlotDesc& ws = c.slot(c.src_slot(1));
-      wp = reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
-      wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
+      const __nv_bfloat16* wp =
+          reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
+      const bool wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
+      __nv_bfloat16* wd = reinterpret_cast<__nv_bfloat16*>(c.page(kWeightLid));
+      if (c.lane == 0 && wbulk)
+        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, c.sem(kWeightLoaded),
+                                                   static_cast<u32>(2 * C));
+      if (wbulk) {
+        if (c.lane == 0)
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, wd, wp,
+                                   static_cast<u32>(2 * C), c.sem(kWeightLoaded));
+      } else {
+        for (int e = c.lane; e < C; e += 32) wd[e] = wp[e];
+        __syncwarp();
+        if (c.lane == 0) arrive(c.sem(kWeightLoaded));
+      }
+    } else if (c.lane == 0) {
+      page_finish(c, kWeightLid);
     }
-    // One barrier for both parts: announce the bulk bytes (no arrive), copy, then a single arrive
-    // after the generic copies (if any) so the phase cannot complete before they are done.
-    if (c.lane == 0) {
-      const u32 bytes = (xbulk ? rows * 2 * C : 0) + (P::has_weight && wbulk ? 2 * C : 0);
-      if (bytes)
-        cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                      c.sem(0), bytes);
+#ifndef MK_SAFE_ORDER
+    if (!release_unused(c, kUsedPages) && c.lane == 0) {
+      drain_loads(c.sem(kRowsLoaded));
+      if constexpr (P::has_weight) drain_loads(c.sem(kWeightLoaded));
     }
-    __syncwarp();
-    copy_rows(c, c.page(0), xp, x.dims[3], rows, C, rb, xbulk, c.sem(0));
-    if constexpr (P::has_weight) copy_rows(c, c.page(1), wp, 0, 1, C, rb, wbulk, c.sem(0));
-    __syncwarp();
-    if (c.lane == 0) arrive(c.sem(0));
+#endif
   }
 
   static __device__ void compute(Ctx& c) {
-    if (!wait(c, c.sem(0), 0)) return;
+    if (!wait(c, c.sem(kRowsLoaded), 0)) return;
+    if constexpr (P::has_weight)
+      if (!wait(c, c.sem(kWeightLoaded), 0)) return;
     const i32* idx = c.idx();
-    const int rows = idx[12], C = idx[13], rb = row_bytes(C);
-    const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(1));  // weight row (lid 1)
+    const int rows = idx[12], C = idx[13];
+    const Rows rw(c, C);
+    const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
     const bool vec = (C % 8) == 0;
     for (int r = c.warp; r < rows; r += kConsumerWarps) {
-      __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(c.page(0) + r * rb);
+      __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
       float ss = 0.f;
       if (vec) {
 #pragma unroll 4
@@ -132,36 +177,44 @@ struct RMSNorm {
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this page
     __syncwarp();
-    if (c.lane == 0) arrive(c.sem(1));
+    if (c.lane == 0) arrive(c.sem(kComputed));
   }
 
+  // Finishes the weight's page (has_weight; read by the consumers only, who waited for its load) once
+  // the rows are computed, the row pages once their stores have read them.
   static __device__ void store(Ctx& c) {
-    if (!wait_reuse(c)) return;
-    if (!wait(c, c.sem(1), 0)) return;
+    if (!wait_reuse(c)) return drain_stores();
+    if (!wait(c, c.sem(kComputed), 0)) return drain_stores();
+#ifndef MK_SAFE_PAGES
+    if (P::has_weight && c.lane == 0) page_finish(c, kWeightLid);
+#endif
+    // The instruction words, once: row loops below use registers only.
     const i32* idx = c.idx();
-    const i32* o = idx + 4;
-    const int rows = idx[12], C = idx[13], rb = row_bytes(C);
+    const int b = idx[4], d = idx[5], r0 = idx[6], col0 = idx[7], rows = idx[12], C = idx[13];
+    const Rows rw(c, C);
     const SlotDesc& y = c.slot(c.dst_slot(0));
-    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr);
-    unsigned char* page = c.page(0);
-    if (bulk_ok(y, o, C)) {
+    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr) + elem_offset(y, b, d, r0, col0);
+    const long long stride = y.dims[3];
+    if (bulk_ok(y, col0, C)) {
       for (int r = c.lane; r < rows; r += 32)
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared,
-                                 dst + elem_offset(y, o[0], o[1], o[2] + r, o[3]), page + r * rb,
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst + r * stride, rw.at(r),
                                  static_cast<u32>(2 * C));
       cuda::ptx::cp_async_bulk_commit_group();
       cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     } else {
       for (int r = 0; r < rows; ++r) {
-        const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(page + r * rb);
-        __nv_bfloat16* row = dst + elem_offset(y, o[0], o[1], o[2] + r, o[3]);
-        for (int e = c.lane; e < C; e += 32) row[e] = src[e];
+        const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(rw.at(r));
+        for (int e = c.lane; e < C; e += 32) dst[r * stride + e] = src[e];
       }
       __threadfence();
     }
     __syncwarp();
-    if (c.lane == 0)
-      for (int lid = 0; lid < kUsedPages; ++lid) page_finish(c, lid);
+    if (c.lane == 0) {
+      for (int lid = 0; lid < kXPages; ++lid) page_finish(c, lid);
+#ifdef MK_SAFE_PAGES
+      if (P::has_weight) page_finish(c, kWeightLid);
+#endif
+    }
     store_done(c);
   }
 };
