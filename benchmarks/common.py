@@ -82,7 +82,7 @@ class MkRunner:
             self.slots[s] = args[k]
         for s, m in enumerate(program.slots):
             if self.slots[s] is None:
-                self.slots[s] = torch.empty(list(m.shape), dtype=torch.bfloat16, device="cuda")
+                self.slots[s] = torch.empty(list(m.shape), dtype=getattr(torch, m.dtype), device="cuda")
         self.kernel = gpu.kernel_for(program, self.options.get("use_jit_cache", True))
 
     def __call__(self):

@@ -1,0 +1,88 @@
+"""Issue 6 benchmark: Hugging Face LlamaModel prefill (batch 1, random bf16 weights, sdpa, use_cache=False)
+at the Llama-3.2-1B shape (16 layers, seq 1024) and the Llama-3-8B shape (4 layers, seq 2048):
+megakittens (cold compile with an empty JIT cache, warm compile from the disk cache, latency) against eager
+and torch.compile in the same run. MK_TC_MODE picks torch.compile's mode ("max-autotune-no-cudagraphs"
+by default; "none" skips it, e.g. to save device time)."""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import torch
+
+from common import bench, row, write
+
+SHAPES = {  # name: (hidden, layers, heads, kv heads, intermediate, seq)
+    "1b": (2048, 16, 32, 8, 8192, 1024),
+    "8b": (4096, 4, 32, 8, 14336, 2048),
+}
+
+
+def _model(name):
+    import transformers
+    hidden, layers, heads, kv, inter, seq = SHAPES[name]
+    cfg = transformers.LlamaConfig(vocab_size=128256, hidden_size=hidden, intermediate_size=inter,
+                                   num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
+                                   max_position_embeddings=max(seq, 2048), rope_theta=500000.0)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = transformers.LlamaModel(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, seq), device="cuda")
+    return model, ids
+
+
+def _timed_first_call(fn, ids):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = fn(ids)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0, out
+
+
+def suite_llama(env):
+    import megakittens
+    mode = os.environ.get("MK_TC_MODE", "max-autotune-no-cudagraphs")
+    rows = []
+    for name in os.environ.get("MK_LLAMA_SHAPES", "1b,8b").split(","):
+        model, ids = _model(name)
+        hidden, layers, _, _, _, seq = SHAPES[name]
+        case = f"HF LlamaModel {name} shape ({layers} layers, seq {seq})"
+
+        def fwd(i):
+            return model(input_ids=i, use_cache=False).last_hidden_state
+
+        with torch.no_grad():
+            ref = fwd(ids)
+            eager_ms = bench(lambda: fwd(ids), iters=10, warmup=2)
+            old = os.environ.get("MEGAKITTENS_CACHE_DIR")
+            with tempfile.TemporaryDirectory() as cache:
+                os.environ["MEGAKITTENS_CACHE_DIR"] = cache
+                torch._dynamo.reset()
+                cold, out = _timed_first_call(megakittens.compile(fwd), ids)
+                torch._dynamo.reset()
+                warm_fn = megakittens.compile(fwd)
+                warm, _ = _timed_first_call(warm_fn, ids)
+                mk_ms = bench(lambda: warm_fn(ids), iters=10, warmup=2)
+            if old is None:
+                os.environ.pop("MEGAKITTENS_CACHE_DIR", None)
+            else:
+                os.environ["MEGAKITTENS_CACHE_DIR"] = old
+            err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+            base = {"eager": eager_ms}
+            tc_cold = None
+            if mode != "none":
+                torch._dynamo.reset()
+                tc = torch.compile(fwd, mode=mode)
+                tc_cold, _ = _timed_first_call(tc, ids)
+                base = {f"torch.compile({mode})": bench(lambda: tc(ids), iters=10, warmup=2), **base}
+        rows.append(row("llama", case, "latency", "ms", mk_ms, base, env, higher_is_better=False,
+                        note=f"relative error of the hidden state vs eager {err:.2e}"))
+        rows.append(row("llama", case, "cold compile (first call)", "s", cold,
+                        {f"torch.compile({mode})": tc_cold} if tc_cold else {}, env, higher_is_better=False))
+        rows.append(row("llama", case, "warm compile (disk cache, first call)", "s", warm, {}, env,
+                        higher_is_better=False))
+        del model
+        torch.cuda.empty_cache()
+    write("llama", rows)
+    return rows
