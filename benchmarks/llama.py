@@ -1,7 +1,8 @@
 """Issue 6 benchmark: Hugging Face LlamaModel prefill (batch 1, random bf16 weights, sdpa, use_cache=False)
 at the Llama-3.2-1B shape (16 layers, seq 1024) and the Llama-3-8B shape (4 layers, seq 2048):
 megakittens (cold compile with an empty JIT cache, warm compile from the disk cache, latency) against eager
-and torch.compile in the same run. MK_TC_MODE picks torch.compile's mode ("max-autotune-no-cudagraphs"
+and torch.compile in the same run; MK_LLAMA_CASES picks the cases ("hf:1b,example:8b", ...; examples/llama.py
+includes the lm_head). MK_TC_MODE picks torch.compile's mode ("max-autotune-no-cudagraphs"
 by default; "none" skips it, e.g. to save device time)."""
 from __future__ import annotations
 
@@ -32,6 +33,24 @@ def _model(name):
     return model, ids
 
 
+def _example_model(name):
+    """examples/llama.py (gpt-fast style, with the lm_head) at the same shapes: returns (fwd, ids)."""
+    import importlib.util
+    import sys
+    from dataclasses import replace
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "llama.py")
+    spec = importlib.util.spec_from_file_location("mk_example_llama_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    hidden, layers, heads, kv, inter, seq = SHAPES[name]
+    args = replace(mod.CONFIGS[name], n_layer=layers)
+    torch.manual_seed(0)
+    model = mod.build(args, seq, "cuda")
+    ids = torch.randint(0, args.vocab_size, (1, seq), device="cuda")
+    return (lambda i: model(i)[0]), ids
+
+
 def _timed_first_call(fn, ids):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -44,13 +63,19 @@ def suite_llama(env):
     import megakittens
     mode = os.environ.get("MK_TC_MODE", "max-autotune-no-cudagraphs")
     rows = []
-    for name in os.environ.get("MK_LLAMA_SHAPES", "1b,8b").split(","):
-        model, ids = _model(name)
+    for spec in os.environ.get("MK_LLAMA_CASES", "hf:1b,hf:8b,example:1b,example:8b").split(","):
+        kind, name = spec.split(":")
         hidden, layers, _, _, _, seq = SHAPES[name]
-        case = f"HF LlamaModel {name} shape ({layers} layers, seq {seq})"
+        if kind == "hf":
+            model, ids = _model(name)
+            case = f"HF LlamaModel {name} shape ({layers} layers, seq {seq})"
 
-        def fwd(i):
-            return model(input_ids=i, use_cache=False).last_hidden_state
+            def fwd(i, model=model):
+                return model(input_ids=i, use_cache=False).last_hidden_state
+        else:
+            model, ids = _example_model(name)
+            fwd = model
+            case = f"examples/llama.py {name} shape ({layers} layers, seq {seq}, with lm_head)"
 
         with torch.no_grad():
             ref = fwd(ids)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import warnings
 from dataclasses import replace
 
@@ -30,6 +31,7 @@ def _gpu_ok():
 def _example():
     spec = importlib.util.spec_from_file_location("mk_example_llama_gpu", _EXAMPLE)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses resolve their string annotations through sys.modules
     spec.loader.exec_module(mod)
     return mod
 

@@ -150,16 +150,24 @@ def _gpu_ok():
 
 
 def run_gpu(program, args, options):
-    """Inputs = args; every other slot in its own dtype, poisoned (NaN / a large integer)."""
+    """Inputs = args; reshape aliases on their base slot's memory; every other slot in its own dtype,
+    poisoned (NaN / a large integer)."""
     from megakittens import gpu
     slots = [None] * len(program.slots)
     for k, s in enumerate(program.input_slots):
         slots[s] = args[k].contiguous()
+    base, offset = list(program.slot_base), list(program.slot_offset)
     for s, meta in enumerate(program.slots):
-        if slots[s] is None:
+        if slots[s] is None and base[s] < 0:
             dt = getattr(torch, meta.dtype)
             slots[s] = torch.full(list(meta.shape), float("nan") if dt.is_floating_point else 12345, dtype=dt,
                                   device="cuda")
+    for s, meta in enumerate(program.slots):  # a reshape alias: its base slot's memory (as the dispatcher)
+        if base[s] >= 0:
+            n = 1
+            for d in meta.shape:
+                n *= d
+            slots[s] = slots[base[s]].reshape(-1)[offset[s]:offset[s] + n].view(list(meta.shape))
     gpu.run_program_gpu(program, slots, options=options)
     torch.cuda.synchronize()
     return [slots[s] for s in program.output_slots]
