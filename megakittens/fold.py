@@ -19,6 +19,7 @@ _SDPA = {
     "aten._scaled_dot_product_cudnn_attention.default",
 }
 _MASK_ARGS = ("attn_mask", "attn_bias")
+_MASKED_MAX = -65504.0  # torch.finfo(torch.float16).min
 
 
 def _foldable(node: torch.fx.Node) -> bool:
@@ -52,7 +53,7 @@ def _bound_args(node: torch.fx.Node) -> dict:
 
 
 def is_causal_mask(mask: torch.Tensor, sq: int, sk: int) -> bool:
-    """Whether ``mask`` (bool: True = attend; float: 0 = attend, -inf = masked) is SDPA's is_causal mask
+    """Whether ``mask`` (bool: True = attend; float: 0 = attend, -inf or <= -65504 = masked) is SDPA's is_causal mask
     (top-left aligned: key j is masked for query i when j > i) on every batch and head."""
     if mask.dim() < 2 or tuple(mask.shape[-2:]) != (sq, sk):
         return False
@@ -61,7 +62,9 @@ def is_causal_mask(mask: torch.Tensor, sq: int, sk: int) -> bool:
         return bool((mask == keep).all())
     if not mask.dtype.is_floating_point:
         return False
-    return bool(((mask == 0) == keep).all()) and bool((mask[..., ~keep] == float("-inf")).all())
+    # Masked entries: -inf, or at most fp16's lowest (-65504; Hugging Face fills with finfo(dtype).min). Then
+    # exp(score - 65504 - rowmax) underflows to exactly 0 in fp32 for any |score| < 65000, as -inf does.
+    return bool(((mask == 0) == keep).all()) and bool((mask[..., ~keep] <= _MASKED_MAX).all())
 
 
 def _drop_causal_masks(gm: torch.fx.GraphModule, env: dict) -> int:

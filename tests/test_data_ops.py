@@ -197,7 +197,9 @@ def test_is_causal_mask():
     assert not fold.is_causal_mask(keep, 7, 5)
     add = torch.zeros(5, 7).masked_fill(~keep, float("-inf"))
     assert fold.is_causal_mask(add.to(BF16), 5, 7)
-    assert not fold.is_causal_mask(add.masked_fill(~keep, -1e4), 5, 7)  # large negative is not -inf
+    assert not fold.is_causal_mask(add.masked_fill(~keep, -1e4), 5, 7)  # exp(-1e4) is 0, but not for all scores
+    assert fold.is_causal_mask(add.masked_fill(~keep, -65504.0).to(BF16), 5, 7)  # HF on CUDA: finfo(dtype).min
+    assert fold.is_causal_mask(add.masked_fill(~keep, torch.finfo(BF16).min).to(BF16), 5, 7)
     assert not fold.is_causal_mask(keep.int(), 5, 7)
 
 
