@@ -4,10 +4,11 @@ and checked against eager.
 
     python examples/llama.py [--config tiny|1b|8b] [--layers N] [--seq S] [--batch B] [--verbose]
 
-Random bf16 weights. Runs on CUDA tensors when a GPU is present, else on CPU tensors (the reference
-interpreter). Until Copy, Embedding, Cat and fp32 elementwise ops have device bodies, a CUDA run falls
-back to the CPU reference interpreter (a warning says so): seconds for `tiny`, far too slow for `1b` and
-`8b`, whose `--dry-run` still shows that every op compiles. `8b` is meant for `--layers 4`. Prints the relative Frobenius error of the final hidden state, the argmax agreement of the
+Random bf16 weights. Runs on CUDA tensors when a GPU is present (the whole model as one megakernel launch;
+the 16-layer `1b` config has more tensor slots than the kernel parameter holds yet and falls back to the
+CPU reference interpreter with a warning, far too slow; 4 layers ran on the H200), else on CPU tensors
+(the reference interpreter; `1b` and `8b` are for `--dry-run` there). `8b` is meant for `--layers 4`.
+Prints the relative Frobenius error of the final hidden state, the argmax agreement of the
 logits (all positions, and those whose top two logits are no tie at bf16 precision) and the timings;
 exits 1 when the error exceeds 2e-2, the agreement on untied positions is below 99% or a NaN shows.
 """
