@@ -4,6 +4,7 @@ queue modes, cluster sizes 1 and 2, chained graphs, and a planted deadlock that 
 The graph builders here are also used by tests/test_nvrtc.py (CPU: generated source compiles)."""
 from __future__ import annotations
 
+import math
 import os
 
 import pytest
@@ -135,14 +136,22 @@ def _gpu_ok():
 
 
 def run_gpu(program, args, options):
-    """Allocate every slot (inputs = args, the rest poisoned with NaN), launch, return the outputs."""
+    """Allocate every slot (inputs = args; a reshape alias on its base slot's memory, as the dispatcher does;
+    the rest in its own dtype, poisoned with NaN or a large integer), launch, return the outputs."""
     from megakittens import gpu
     slots = [None] * len(program.slots)
     for k, s in enumerate(program.input_slots):
         slots[s] = args[k].contiguous()
+    base, offset = list(program.slot_base), list(program.slot_offset)
     for s, meta in enumerate(program.slots):
-        if slots[s] is None:
-            slots[s] = torch.full(list(meta.shape), float("nan"), dtype=BF16, device="cuda")
+        if slots[s] is None and base[s] < 0:
+            dt = getattr(torch, meta.dtype)
+            slots[s] = torch.full(list(meta.shape), float("nan") if dt.is_floating_point else 12345, dtype=dt,
+                                  device="cuda")
+    for s, meta in enumerate(program.slots):
+        if base[s] >= 0:
+            n = math.prod(meta.shape)
+            slots[s] = slots[base[s]].reshape(-1)[offset[s]:offset[s] + n].view(list(meta.shape))
     gpu.run_program_gpu(program, slots, options=options)
     torch.cuda.synchronize()
     return [slots[s] for s in program.output_slots]

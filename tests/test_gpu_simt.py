@@ -1,10 +1,8 @@
 """The plain-load device bodies ([Note: SIMT bodies], kernels/mk/simt.cuh) on the H200: Copy (casts,
 transposes, broadcasts), Embedding, Cat, Rope, RowReduce, and elementwise ops on fp16/fp32, broadcast
 operands and rows without a TMA map, each against eager; both queue modes, cluster sizes 1 and 2.
-The CPU part checks that the generated source of every case compiles with NVRTC without spills."""
+tests/test_nvrtc.py checks on the CPU that the generated source of every case compiles without spills."""
 from __future__ import annotations
-
-import re
 
 import pytest
 import torch
@@ -13,6 +11,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 import megakittens.ops  # noqa: F401  (registers torch.ops.megakittens.*)
 from megakittens import _C, fx_export
+from test_gpu_kernels import _gpu_ok, run_gpu
 
 mkops = torch.ops.megakittens
 BF16 = torch.bfloat16
@@ -114,64 +113,7 @@ def program_of(fn, args, cluster_size=1, num_sms=132, name="simt"):
     return _C.schedule(dag, _C.Profile.by_name("h200", num_sms), cluster_size=cluster_size)
 
 
-# ---- CPU: the generated source compiles -----------------------------------------------------------
-
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_simt_source_compiles_without_spills(case):
-    gpu = pytest.importorskip("megakittens.gpu")
-    if getattr(_C, "gpu_runtime_missing", "x"):
-        pytest.skip("built without the GPU runtime")
-    inc = gpu.cuda_include_dir()
-    if inc is None:
-        pytest.skip("CUDA headers not found")
-    fn, args = case_inputs(case, 0)
-    p = program_of(fn, args)
-    assert not _C.gpu_missing_bodies(p), _C.gpu_missing_bodies(p)
-    src = _C.gpu_generate_source(p)
-    try:
-        cubin, log, _ = _C.nvrtc_compile(src, _C.gpu_jit_flags(gpu.kernels_dir(), inc), list(gpu.nvrtc_candidates()))
-    except RuntimeError as e:
-        if "NVRTC not found" in str(e):
-            pytest.skip(str(e).splitlines()[0])
-        raise
-    assert len(cubin) > 0
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    if spills:
-        assert max(spills) == 0, log
-
-
-# ---- GPU ------------------------------------------------------------------------------------------
-
-def _gpu_ok():
-    if not torch.cuda.is_available():
-        return False
-    from megakittens import gpu
-    return gpu.available()[0]
-
-
-def run_gpu(program, args, options):
-    """Inputs = args; reshape aliases on their base slot's memory; every other slot in its own dtype,
-    poisoned (NaN / a large integer)."""
-    from megakittens import gpu
-    slots = [None] * len(program.slots)
-    for k, s in enumerate(program.input_slots):
-        slots[s] = args[k].contiguous()
-    base, offset = list(program.slot_base), list(program.slot_offset)
-    for s, meta in enumerate(program.slots):
-        if slots[s] is None and base[s] < 0:
-            dt = getattr(torch, meta.dtype)
-            slots[s] = torch.full(list(meta.shape), float("nan") if dt.is_floating_point else 12345, dtype=dt,
-                                  device="cuda")
-    for s, meta in enumerate(program.slots):  # a reshape alias: its base slot's memory (as the dispatcher)
-        if base[s] >= 0:
-            n = 1
-            for d in meta.shape:
-                n *= d
-            slots[s] = slots[base[s]].reshape(-1)[offset[s]:offset[s] + n].view(list(meta.shape))
-    gpu.run_program_gpu(program, slots, options=options)
-    torch.cuda.synchronize()
-    return [slots[s] for s in program.output_slots]
-
+# ---- GPU (the CPU part, the generated source compiling, is in tests/test_nvrtc.py) ------------------
 
 def check_close(out, ref, what):
     assert out.dtype == ref.dtype and out.shape == ref.shape, (what, out.dtype, ref.dtype, out.shape, ref.shape)

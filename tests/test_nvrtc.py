@@ -13,6 +13,7 @@ gpu = pytest.importorskip("megakittens.gpu")
 from test_gpu_gemm import (g_addmm, g_baddbmm_all, g_bmm_tb, g_linear, g_mm, g_ta,  # noqa: E402
                            g_ta_tb, g_tb)
 from test_gpu_kernels import CASES, EW_CASES, program_for  # noqa: E402
+from test_gpu_simt import CASES as SIMT_CASES, case_inputs, program_of  # noqa: E402
 
 
 def _nvrtc_or_skip():
@@ -50,6 +51,18 @@ def test_generated_source_compiles_without_spills(case, cluster):
         pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
     assert spills and max(spills) == 0, log
     assert "megakittens_kernel" in log
+
+
+@pytest.mark.parametrize("case", sorted(SIMT_CASES))
+def test_simt_source_compiles_without_spills(case):
+    """[Note: SIMT bodies]: every plain-load case of tests/test_gpu_simt.py has its bodies and compiles."""
+    fn, args = case_inputs(case, 0)
+    p = program_of(fn, args)
+    assert _C.gpu_missing_bodies(p) == []
+    _, cubin, log = _compile(p)
+    assert len(cubin) > 0
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    assert not spills or max(spills) == 0, log
 
 
 def test_icode_switch_covers_every_itype():

@@ -171,17 +171,8 @@ XmapPlan xmap_plan(const Program& p) {
 }
 
 std::string generate_source(const Program& p) {
-  // Gemm, RMSNorm and Attention bodies are bf16-only (their validate() already requires it); the
-  // others read each slot's dtype at run time ([Note: SIMT bodies]).
-  for (const auto& n : p.nodes) {
-    const std::string name = n.itype->name();
-    if (name != "Gemm" && name != "RMSNorm" && name != "Attention") continue;
-    for (const auto* slots : {&n.src_slots, &n.dst_slots})
-      for (int s : *slots)
-        if (p.slots[s].dtype != DType::bf16)
-          throw GpuError("megakittens: IType " + n.itype->str() + " has no GPU body yet for " +
-                         dtype_name(p.slots[s].dtype) + " tensors (node '" + n.name + "')");
-  }
+  // Gemm, RMSNorm and Attention bodies are bf16-only, as their validate() requires; the others read each
+  // slot's dtype at run time ([Note: SIMT bodies]).
   std::string params, cases;
   for (size_t i = 0; i < p.icodes.size(); ++i) {
     const std::string t = device_type(p, static_cast<int>(i), params);
