@@ -33,16 +33,23 @@ def _model(name):
     return model, ids
 
 
-def _example_model(name):
-    """examples/llama.py (gpt-fast style, with the lm_head) at the same shapes: returns (fwd, ids)."""
+def _example_module():
+    """examples/llama.py, imported once."""
     import importlib.util
     import sys
+    if "mk_example_llama_bench" not in sys.modules:
+        path = os.path.join(os.path.dirname(__file__), "..", "examples", "llama.py")
+        spec = importlib.util.spec_from_file_location("mk_example_llama_bench", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules["mk_example_llama_bench"]
+
+
+def _example_model(name):
+    """examples/llama.py (gpt-fast style, with the lm_head) at the same shapes: returns (fwd, ids)."""
     from dataclasses import replace
-    path = os.path.join(os.path.dirname(__file__), "..", "examples", "llama.py")
-    spec = importlib.util.spec_from_file_location("mk_example_llama_bench", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    mod = _example_module()
     hidden, layers, heads, kv, inter, seq = SHAPES[name]
     args = replace(mod.CONFIGS[name], n_layer=layers)
     torch.manual_seed(0)

@@ -63,6 +63,16 @@ def g_mlp_like(x, b):  # views: b[i] of a (3, R, C) tensor
     return x
 
 
+MANY = 200
+
+
+def g_many_slots(*xs):  # 226 slots: too many for the tile maps in the kernel parameter ([Note: tile maps])
+    acc = xs[0]
+    for x in xs[1:-1]:
+        acc = acc + x
+    return acc @ xs[-1]
+
+
 # ---- elementwise ops for Llama-family models (issue 6): multi-output graphs, one output per op -------
 
 def g_new_unary(x):
@@ -111,6 +121,7 @@ CASES = {
     "rms_odd_cols": (g_rms_noweight, [(50, 100)]),
     "chain": (g_chain, [(512, 1024), (512, 1024), (1024,)]),
     "mlp_views": (g_mlp_like, [(1024, 1024), (3, 1024, 1024)]),
+    "many_slots": (g_many_slots, [(256, 384)] * MANY + [(384, 128)]),
 }
 
 

@@ -39,12 +39,17 @@ def _compile(program):
 
 
 @pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("case", ["unary_1024", "add_1024", "rms_2048", "chain"])
+@pytest.mark.parametrize("case", ["unary_1024", "add_1024", "rms_2048", "chain", "many_slots"])
 def test_generated_source_compiles_without_spills(case, cluster):
     fn, shapes = CASES[case]
-    src, cubin, log = _compile(program_for(fn, shapes, cluster_size=cluster))
+    program = program_for(fn, shapes, cluster_size=cluster)
+    src, cubin, log = _compile(program)
     assert len(cubin) > 0
     assert f"#define MK_CLUSTER_SIZE {cluster}" in src
+    # [Note: tile maps]: past ~200 slots the maps leave the 32 KB kernel parameter for device memory.
+    in_global = len(program.slots) * 160 > 32764
+    assert (case == "many_slots") == in_global, len(program.slots)
+    assert f"#define MK_MAPS_IN_GLOBAL {int(in_global)}" in src
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
     if not spills and "megakittens_kernel" not in log:
         # Seen with the NVRTC of the GPU image: it compiled but forwarded no ptxas report to the log.

@@ -94,6 +94,7 @@ __device__ void controller(Ctx& c) {
       st.inst[kWIcode] = -1;
     }
     if (c.lane == 0) st.index = index;
+    c.index = index;
     __syncwarp();
     int nsem = 0;
     if (index >= 0) {
@@ -141,6 +142,7 @@ __device__ void worker(Ctx& c) {
     c.iter = iter;
     if (!wait(c, &sh.inst_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 10 + s)) break;
     if (c.st->index < 0) break;
+    c.index = c.st->index;
     c.finished_early = false;
     const bool marks = Role::begin >= 0 && (c.warp == 0 || c.warp >= kConsumerWarps);
     if (marks) mark(c, Role::begin);
@@ -172,6 +174,7 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
     // Page tokens start free: initialise, then arrive once (seed §08 step 4).
     for (int p = 0; p < kNumPages; ++p) cuda::ptx::mbarrier_init(&sh.page_finished[p], 1);
     for (int p = 0; p < kNumPages; ++p) arrive(&sh.page_finished[p]);
+    for (int w = 0; w < kMapFenceWords; ++w) sh.map_fenced[0][w] = sh.map_fenced[1][w] = 0;
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
   if constexpr (kClusterSize > 1) {

@@ -3,9 +3,9 @@
 // 32 KB pages renamed through lid_release_order, per-instruction mbarriers, global counters with
 // epoch-scaled targets, and a %globaltimer watchdog on every spin loop.
 //
-// Before including this header the generated source defines MK_CLUSTER_SIZE, MK_NUM_SLOTS and
+// Before including this header the generated source defines MK_CLUSTER_SIZE, MK_NUM_SLOTS,
 // MK_NUM_XMAPS (the number of 128B-swizzled 64x64 tile maps of the slots that a Gemm or an
-// Attention touches; src/runtime/codegen.h XmapPlan).
+// Attention touches; src/runtime/codegen.h XmapPlan) and MK_MAPS_IN_GLOBAL ([Note: tile maps]).
 #pragma once
 #include <cuda_bf16.h>
 
@@ -19,6 +19,9 @@
 #endif
 #ifndef MK_NUM_XMAPS
 #define MK_NUM_XMAPS 1
+#endif
+#ifndef MK_MAPS_IN_GLOBAL
+#define MK_MAPS_IN_GLOBAL 0
 #endif
 
 namespace mk {
@@ -82,7 +85,8 @@ struct Common {
   i32 num_ctas;              // grid size the per-SM table was built for
   u32 queue_base;            // queue counter value at this launch's start (global mode)
   u64 timeline;              // [N, kTimelineWords] u64 event times, 0 = off ([Note: timeline])
-  i32 pad_[12];
+  u64 maps;                  // MK_MAPS_IN_GLOBAL: device copy of maps[NSLOTS] then xmaps ([Note: tile maps])
+  i32 pad_[10];
 };
 static_assert(sizeof(Common) == 128, "Common is the 128-byte head of the kernel parameter");
 
@@ -96,8 +100,22 @@ struct SlotDesc {
 };
 static_assert(sizeof(SlotDesc) == 32, "SlotDesc layout is shared with the host");
 
-// Layout shared with src/runtime/launch.cpp (params_layout): xmaps start at the next 64-byte
-// boundary after slots.
+// [Note: tile maps] The kernel parameter (at most 32,764 bytes) holds Common, then per slot a
+// 128x128 tile map (elementwise bodies) and a SlotDesc, then the 64x64 swizzled xmaps: 160 B a slot
+// plus 128 B an xmap. A larger program (a 16-layer model: ~180 slots, ~130 xmaps) keeps only Common
+// and the SlotDescs there (MK_MAPS_IN_GLOBAL = 1) and reads the maps from a device buffer that the host
+// rewrites between launches when the slot pointers change. A tensor map written by the host in global
+// memory must be fenced into the tensormap proxy by each thread that issues TMA with it (CUDA
+// Programming Guide, "Using TMA to transfer multi-dimensional arrays"): the loader and storer lanes
+// fence each map once per launch, tracked in a shared bitmask. Layout shared with
+// src/runtime/launch.cpp (ParamLayout): xmaps start at the next 64-byte boundary after slots.
+#if MK_MAPS_IN_GLOBAL
+template <int NSLOTS, int NXMAPS = 1>
+struct GlobalsT {
+  Common c;
+  SlotDesc slots[NSLOTS];
+};
+#else
 template <int NSLOTS, int NXMAPS = 1>
 struct GlobalsT {
   Common c;
@@ -105,6 +123,9 @@ struct GlobalsT {
   SlotDesc slots[NSLOTS];
   TensorMap xmaps[NXMAPS];  // 64x64 box, 128-byte swizzle (Gemm / Attention operands and outputs)
 };
+#endif
+constexpr int kNumMaps = MK_NUM_SLOTS + MK_NUM_XMAPS;
+constexpr int kMapFenceWords = MK_MAPS_IN_GLOBAL ? (kNumMaps + 31) / 32 : 1;
 using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 
 // One decoded instruction and its per-instruction state (seed §08).
@@ -124,7 +145,10 @@ struct Shared {
   u64 page_finished[kNumPages];
   u64 claim_arrived[2];    // global queue, cluster 2: rank 0 forwards its claim
   u32 claim[2];
+  u32 map_fenced[2][kMapFenceWords];  // MK_MAPS_IN_GLOBAL: maps the loader (0) / storer (1) lane fenced
 };
+// 227 KB of shared memory per block on sm_90 (CUDA C++ Programming Guide, compute capability 9.0 table).
+static_assert(sizeof(Shared) + kDynamicSmem <= 232448, "static + dynamic shared memory exceeds 227 KB");
 
 // What a role function sees of one instruction.
 struct Ctx {
@@ -136,6 +160,8 @@ struct Ctx {
   int warp, lane;
   bool aborted;
   bool finished_early;     // the storer handed the stage back before its stores completed
+  int index = -1;          // this role's current instruction (st->index may already name the next one
+                           // once the storer has handed the stage back)
 
   __device__ const i32* inst() const { return st->inst; }
   __device__ int icode() const { return st->inst[kWIcode]; }
@@ -148,8 +174,23 @@ struct Ctx {
   __device__ int num_dst() const { return count_byte(2) + count_byte(3); }
   __device__ unsigned char* page(int lid) const { return pages + st->pid[lid] * kPageBytes; }
   __device__ u64* sem(int i) const { return &st->sems[i]; }
-  __device__ const TensorMap* map(int slot) const { return &g->maps[slot]; }
-  __device__ const TensorMap* xmap(int slot) const { return &g->xmaps[g->slots[slot].xmap]; }
+  // The slot's 128x128 tile map, and its k-th 64x64 swizzled map. TMA is issued by lane 0 of the loader
+  // or storer warp only: that lane owns its role's fence bitmask (other lanes get the address unfenced).
+  __device__ const TensorMap* map(int slot) const { return tensor_map(slot); }
+  __device__ const TensorMap* xmap(int slot, int k = 0) const { return tensor_map(MK_NUM_SLOTS + g->slots[slot].xmap + k); }
+  __device__ const TensorMap* tensor_map(int i) const {
+#if MK_MAPS_IN_GLOBAL
+    const TensorMap* m = reinterpret_cast<const TensorMap*>(g->c.maps) + i;
+    u32& word = sh->map_fenced[warp == kLoaderWarp ? 0 : 1][i / 32];
+    if (lane == 0 && !(word & (1u << (i % 32)))) {
+      cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys, m, cuda::ptx::n32_t<128>{});
+      word |= 1u << (i % 32);
+    }
+    return m;
+#else
+    return i < MK_NUM_SLOTS ? &g->maps[i] : &g->xmaps[i - MK_NUM_SLOTS];
+#endif
+  }
   __device__ const SlotDesc& slot(int s) const { return g->slots[s]; }
 };
 
@@ -163,8 +204,8 @@ enum TimelineEvent {
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
   const u64 t = c.g->c.timeline;
-  if (t == 0 || c.lane != 0 || c.st->index < 0) return;
-  reinterpret_cast<u64*>(t)[static_cast<long long>(c.st->index) * kTimelineWords + ev] =
+  if (t == 0 || c.lane != 0 || c.index < 0) return;
+  reinterpret_cast<u64*>(t)[static_cast<long long>(c.index) * kTimelineWords + ev] =
       ev == kEvSm ? value : ptx::globaltimer();
 }
 
@@ -193,7 +234,7 @@ __device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int v
     d->cta = static_cast<i32>(blockIdx.x);
     d->warp = c.warp;
     d->lane = c.lane;
-    d->instruction = c.st ? c.st->index : -1;
+    d->instruction = c.index;
     d->icode = c.st ? c.st->inst[kWIcode] : -1;
     d->barrier = barrier;
     d->value = value;

@@ -170,6 +170,14 @@ XmapPlan xmap_plan(const Program& p) {
   return x;
 }
 
+ParamLayout param_layout(const Program& p) {
+  ParamLayout l;
+  l.nslots = std::max<size_t>(1, p.slots.size());
+  l.nxmaps = static_cast<size_t>(std::max(1, xmap_plan(p).count));
+  l.maps_in_global = l.param_bytes() > ParamLayout::kMaxParamBytes;
+  return l;
+}
+
 std::string generate_source(const Program& p) {
   // Gemm, RMSNorm and Attention bodies are bf16-only, as their validate() requires; the others read each
   // slot's dtype at run time ([Note: SIMT bodies]).
@@ -197,8 +205,10 @@ std::string generate_source(const Program& p) {
     }
   }
   s += "#define MK_CLUSTER_SIZE " + std::to_string(p.cluster_size) + "\n";
-  s += "#define MK_NUM_SLOTS " + std::to_string(std::max<size_t>(1, p.slots.size())) + "\n";
-  s += "#define MK_NUM_XMAPS " + std::to_string(std::max(1, xmap_plan(p).count)) + "\n";
+  const ParamLayout layout = param_layout(p);
+  s += "#define MK_NUM_SLOTS " + std::to_string(layout.nslots) + "\n";
+  s += "#define MK_NUM_XMAPS " + std::to_string(layout.nxmaps) + "\n";
+  s += "#define MK_MAPS_IN_GLOBAL " + std::to_string(layout.maps_in_global ? 1 : 0) + "\n";
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
   s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
   s += "#include \"mk/itypes/copy.cuh\"\n#include \"mk/itypes/cat.cuh\"\n#include \"mk/itypes/embedding.cuh\"\n";

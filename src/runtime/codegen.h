@@ -2,6 +2,7 @@
 // tensor slots, one type per icode (IType + static parameters) and the icode switch. Everything
 // else lives in kernels/ and is #included.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,20 @@ struct XmapPlan {
   int count = 0;
 };
 XmapPlan xmap_plan(const Program&);
+
+// Byte layout of the kernel parameter mk::Globals (kernels/mk/vm.cuh [Note: tile maps]): Common, then per
+// slot a 128 B tile map and a 32 B SlotDesc, then the xmaps 64-byte aligned; when that exceeds the
+// 32,764-byte parameter limit the maps move to a device buffer (maps_in_global) and the parameter keeps
+// Common and the SlotDescs. The generated source's MK_MAPS_IN_GLOBAL mirrors maps_in_global.
+struct ParamLayout {
+  static constexpr size_t kCommonBytes = 128, kMapBytes = 128, kSlotBytes = 32, kMaxParamBytes = 32764;
+  size_t nslots = 1, nxmaps = 1;
+  bool maps_in_global = false;
+  size_t slots_offset() const { return kCommonBytes + (maps_in_global ? 0 : nslots * kMapBytes); }
+  size_t xmaps_offset() const { return (kCommonBytes + nslots * (kMapBytes + kSlotBytes) + 63) / 64 * 64; }
+  size_t param_bytes() const { return maps_in_global ? slots_offset() + nslots * kSlotBytes : xmaps_offset() + nxmaps * kMapBytes; }
+  size_t global_map_bytes() const { return maps_in_global ? (nslots + nxmaps) * kMapBytes : 0; }
+};
+ParamLayout param_layout(const Program&);
 
 }  // namespace mk::rt

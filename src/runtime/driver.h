@@ -19,7 +19,7 @@ struct GpuError : std::runtime_error {
   X(cuCtxGetDevice) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)                       \
   X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)           \
   X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters)     \
-  X(cuTensorMapEncodeTiled) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemsetD32)                \
+  X(cuTensorMapEncodeTiled) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemsetD32)  X(cuMemcpyHtoDAsync) \
   X(cuMemsetD32Async) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)              \
   X(cuStreamSynchronize) X(cuStreamQuery)
 

@@ -18,16 +18,16 @@ namespace {
 constexpr int kThreads = 384;
 constexpr int kDynamicSmem = 7 * 32768 + 1024;  // kernels/mk/vm.cuh kDynamicSmem
 constexpr int kStateHead = 16;                  // words before the barriers in state_
-constexpr size_t kCommonBytes = 128, kMapBytes = 128, kSlotBytes = 32;
-constexpr size_t kMaxParamBytes = 32764;
+constexpr size_t kCommonBytes = ParamLayout::kCommonBytes, kSlotBytes = ParamLayout::kSlotBytes;
+constexpr size_t kMapBytes = ParamLayout::kMapBytes;
 
 // Host mirror of mk::Common (kernels/mk/vm.cuh).
 struct Common {
   uint64_t instructions, barriers, queue, abort_flag, diag, timeout_ns;
   int32_t epoch, num_instructions, waves, global_queue, num_ctas;
   uint32_t queue_base;
-  uint64_t timeline;
-  int32_t pad[12];
+  uint64_t timeline, maps;
+  int32_t pad[10];
 };
 static_assert(sizeof(Common) == kCommonBytes, "host Common mirrors kernels/mk/vm.cuh");
 
@@ -54,10 +54,6 @@ void trace(const char* step) {
   }();
   if (on) std::fprintf(stderr, "[megakittens] %s\n", step), std::fflush(stderr);
 }
-
-// Byte offset of mk::Globals::xmaps (kernels/mk/vm.cuh): after the slot table, 64-byte aligned.
-size_t xmaps_offset(size_t nslots) { return (kCommonBytes + nslots * (kMapBytes + kSlotBytes) + 63) / 64 * 64; }
-size_t params_bytes(size_t nslots, size_t nxmaps) { return xmaps_offset(nslots) + std::max<size_t>(1, nxmaps) * kMapBytes; }
 
 // A 4-D (c, r, d, b) bf16 tile map of the slot's padded shape, box {box_c, box_r, box_d, 1}.
 CUresult encode_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t box_c, cuuint32_t box_r,
@@ -142,13 +138,11 @@ GpuKernel::GpuKernel(const Program& program, const JitOptions& options) : progra
   if (program_.cluster_size != 1 && program_.cluster_size != 2)
     throw GpuError("megakittens: the GPU runtime supports cluster sizes 1 and 2, got " +
                    std::to_string(program_.cluster_size));
-  const size_t nslots = std::max<size_t>(1, program_.slots.size());
   xmaps_ = xmap_plan(program_);
-  const size_t nx = static_cast<size_t>(xmaps_.count);
-  if (params_bytes(nslots, nx) > kMaxParamBytes)
-    throw GpuError("megakittens: " + std::to_string(nslots) + " tensor slots (" + std::to_string(nx) +
-                   " tile maps of Gemm / Attention operands) exceed the 32,764-byte kernel parameter (160 B a "
-                   "slot + 128 B a tile map; at most 203 slots for now)");
+  layout_ = param_layout(program_);
+  if (layout_.param_bytes() > ParamLayout::kMaxParamBytes)
+    throw GpuError("megakittens: " + std::to_string(layout_.nslots) + " tensor slots exceed the 32,764-byte kernel "
+                   "parameter (32 B a slot descriptor once the tile maps are in device memory: at most 1,019 slots)");
 
   // JIT with the disk cache.
   trace("generate source");
@@ -213,6 +207,7 @@ GpuKernel::~GpuKernel() {
     const Driver& d = driver();
     if (table_sm_) d.cuMemFree(table_sm_);
     if (table_global_) d.cuMemFree(table_global_);
+    for (const auto& b : map_buffers_) d.cuMemFree(b.dev);
     if (state_) d.cuMemFree(state_);
     if (diag_host_) d.cuMemFreeHost(diag_host_);
     if (module_) d.cuModuleUnload(module_);
@@ -221,8 +216,15 @@ GpuKernel::~GpuKernel() {
 }
 
 void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
-  const size_t nslots = std::max<size_t>(1, program_.slots.size());
-  params_.assign(params_bytes(nslots, static_cast<size_t>(xmaps_.count)), 0);
+  params_.assign(layout_.param_bytes(), 0);
+  maps_host_.assign(layout_.global_map_bytes(), 0);
+  // Tile map i (slot maps, then xmaps) lives in the parameter or in the device buffer's host image.
+  auto map_at = [&](size_t i) {
+    unsigned char* at = layout_.maps_in_global ? maps_host_.data() + i * kMapBytes
+                        : i < layout_.nslots   ? params_.data() + kCommonBytes + i * kMapBytes
+                                               : params_.data() + layout_.xmaps_offset() + (i - layout_.nslots) * kMapBytes;
+    return reinterpret_cast<CUtensorMap*>(at);
+  };
   for (size_t s = 0; s < program_.slots.size(); ++s) {
     const TensorMeta& m = program_.slots[s];
     const Coord4 p = m.padded();
@@ -233,24 +235,51 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
     sd.flags = static_cast<int32_t>(m.dtype) << 8;  // kernels/mk/simt.cuh slot_dtype
     if (m.dtype == DType::bf16) {
       // A 4-D (c, r, d, b) map with a 128x128 box, no swizzle: the elementwise tile (rows of 256 B).
-      auto* map = reinterpret_cast<CUtensorMap*>(params_.data() + kCommonBytes + s * kMapBytes);
-      if (encode_map(map, ptrs[s], p, 128, 128, CU_TENSOR_MAP_SWIZZLE_NONE) == CUDA_SUCCESS) sd.flags |= 1;
+      if (encode_map(map_at(s), ptrs[s], p, 128, 128, CU_TENSOR_MAP_SWIZZLE_NONE) == CUDA_SUCCESS) sd.flags |= 1;
     }
     if (const int x = xmaps_.index[s]; x >= 0) {
       // Gemm / Attention operands and outputs: 64x64 boxes (128-byte rows), 128-byte swizzle
       // (kernels/mk/itypes/gemm.cuh); a (B, S, H, D) Attention operand also gets 64 rows along dim d.
-      auto* map = reinterpret_cast<CUtensorMap*>(params_.data() + xmaps_offset(nslots) + x * kMapBytes);
+      CUtensorMap* map = map_at(layout_.nslots + x);
       bool ok = m.dtype == DType::bf16 && encode_map(map, ptrs[s], p, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) == CUDA_SUCCESS;
-      if (ok && xmaps_.strided[s]) ok = encode_map(map + 1, ptrs[s], p, 64, 1, CU_TENSOR_MAP_SWIZZLE_128B, 64) == CUDA_SUCCESS;
+      if (ok && xmaps_.strided[s]) ok = encode_map(map_at(layout_.nslots + x + 1), ptrs[s], p, 64, 1, CU_TENSOR_MAP_SWIZZLE_128B, 64) == CUDA_SUCCESS;
       if (!ok)
         throw GpuError("megakittens: tensor slot " + std::to_string(s) + " (" + m.str() +
                        ") is a Gemm / Attention operand and needs a TMA tile map: its base address must be 16-byte "
                        "aligned and its last dim a multiple of 8 bf16 elements");
       sd.xmap = x;
     }
-    std::memcpy(params_.data() + kCommonBytes + nslots * kMapBytes + s * kSlotBytes, &sd, sizeof sd);
+    std::memcpy(params_.data() + layout_.slots_offset() + s * kSlotBytes, &sd, sizeof sd);
   }
   params_ptrs_ = ptrs;
+}
+
+// MK_MAPS_IN_GLOBAL ([Note: tile maps] in kernels/mk/vm.cuh): the device buffer holding the tile maps of
+// these slot pointers. A few buffers are kept, least recently used replaced, so that a caller alternating
+// between output buffers does not re-upload each call; the upload is ordered on `stream` before the
+// launch (launches of one GpuKernel are stream-serial already: they share the barrier counters).
+uint64_t GpuKernel::device_maps(const std::vector<uint64_t>& ptrs, CUstream stream) {
+  const Driver& d = driver();
+  ++map_clock_;
+  for (auto& b : map_buffers_)
+    if (b.ptrs == ptrs) {
+      b.last_use = map_clock_;
+      return b.dev;
+    }
+  constexpr size_t kMapBuffers = 4;
+  if (map_buffers_.size() < kMapBuffers) {
+    MapBuffer b;
+    check(d.cuMemAlloc(&b.dev, maps_host_.size()), "cuMemAlloc(tile maps)");
+    map_buffers_.push_back(b);
+  }
+  MapBuffer* victim = &map_buffers_[0];
+  for (auto& b : map_buffers_)
+    if (b.last_use < victim->last_use) victim = &b;
+  // From pageable memory: the call returns once maps_host_ has been consumed (staged or copied).
+  check(d.cuMemcpyHtoDAsync(victim->dev, maps_host_.data(), maps_host_.size(), stream), "cuMemcpyHtoDAsync(tile maps)");
+  victim->ptrs = ptrs;
+  victim->last_use = map_clock_;
+  return victim->dev;
 }
 
 void GpuKernel::reset_state() {
@@ -358,6 +387,7 @@ void GpuKernel::run(const std::vector<uint64_t>& ptrs, uint64_t stream_int, cons
   c.num_ctas = grid;
   c.queue_base = queue_launches_ * (units + static_cast<uint32_t>(grid / cs));
   c.timeline = o.timeline;
+  c.maps = layout_.maps_in_global ? device_maps(ptrs, stream) : 0;
   std::memcpy(params_.data(), &c, sizeof c);
 
   CUlaunchAttribute attrs[3]{};

@@ -73,6 +73,7 @@ class GpuKernel {
   void reset_state();
   std::string diag_message(const Diag&) const;
   void build_params(const std::vector<uint64_t>& slot_ptrs);
+  uint64_t device_maps(const std::vector<uint64_t>& slot_ptrs, CUstream stream);
 
   Program program_;
   std::string source_, log_, key_;
@@ -90,7 +91,16 @@ class GpuKernel {
   int32_t epoch_ = 0, max_target_ = 1;
   uint32_t queue_launches_ = 0;
   int64_t launches_ = 0;
-  std::vector<unsigned char> params_;  // Common + maps + slot descriptors + Gemm maps
+  ParamLayout layout_;
+  std::vector<unsigned char> params_;  // the kernel parameter (ParamLayout)
+  std::vector<unsigned char> maps_host_;  // maps_in_global: host image of the device tile maps
+  struct MapBuffer {
+    std::vector<uint64_t> ptrs;  // slot pointers its maps were encoded for
+    CUdeviceptr dev = 0;
+    uint64_t last_use = 0;
+  };
+  std::vector<MapBuffer> map_buffers_;
+  uint64_t map_clock_ = 0;
   std::vector<uint64_t> params_ptrs_;  // slot pointers params_ was built for
   XmapPlan xmaps_;  // per slot: its Gemm / Attention tile maps in Globals::xmaps
   int64_t planted_ = -1;

@@ -131,7 +131,7 @@ struct Attention {
     const SlotDesc& sd = c.slot(slot);
     const int S = BSHD ? sd.dims[1] : sd.dims[2];
     if (s >= S) s = max(S - kBox, 0);  // wholly past the end: the last rows instead (see the top)
-    const TensorMap* map = c.xmap(slot) + (BSHD ? 1 : 0);
+    const TensorMap* map = c.xmap(slot, BSHD ? 1 : 0);
     const i32 coords[4] = {d, BSHD ? head : s, BSHD ? s : head, b};
     cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
   }

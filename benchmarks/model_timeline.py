@@ -1,0 +1,118 @@
+"""Where a whole model's megakernel time goes: `python3 benchmarks/model_timeline.py [case ...]` on a GPU.
+
+Compiles each case (benchmarks/llama.py: "example:8b", "hf:8b", "hf:1b", ...) with megakittens, then
+launches its megakernel once more with the device timeline on (kernels/mk/vm.cuh [Note: timeline]) and
+prints, per IType and for the slowest nodes: instructions, summed span of the nodes (first publish to last
+store), and SM-busy time (loader begin to store end, summed over instructions, divided by the SM count),
+so that a row's busy time is its share of the launch if the SMs were never idle."""
+from __future__ import annotations
+
+import collections
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from llama import _example_model, _model  # noqa: E402
+from timeline import INPUTS, LOAD_BEGIN, PUBLISH, STORE_END  # noqa: E402
+
+import megakittens  # noqa: E402
+from megakittens import gpu  # noqa: E402
+
+
+def capture(fwd, ids):
+    """Runs the compiled model once and returns (program, slot tensors, options) of its megakernel launch."""
+    seen = []
+    orig = gpu.run_program_gpu
+
+    def spy(program, slots, stream=None, options=None, timeline=None):
+        seen.append((program, list(slots), options))
+        return orig(program, slots, stream=stream, options=options, timeline=timeline)
+
+    gpu.run_program_gpu = spy
+    try:
+        with torch.no_grad():
+            megakittens.compile(fwd)(ids)
+    finally:
+        gpu.run_program_gpu = orig
+    if len(seen) != 1:
+        raise RuntimeError(f"expected one megakernel launch, saw {len(seen)}")
+    return seen[0]
+
+
+def report(name, program, slots, options):
+    n = program.num_instructions
+    for _ in range(3):  # warm: JIT, L2, clocks
+        gpu.run_program_gpu(program, slots, options=options)
+    t = torch.zeros(n, 16, dtype=torch.int64, device="cuda")
+    gpu.run_program_gpu(program, slots, options=options, timeline=t)
+    torch.cuda.synchronize()
+    t = t.cpu()
+    if os.environ.get("MK_TIMELINE_DUMP"):  # raw data for offline analysis: events, instruction table, nodes
+        torch.save({"timeline": t, "table": torch.from_numpy(program.table_global().copy()),
+                    "node_of": list(program.instruction_node), "num_sms": program.num_sms,
+                    "nodes": [(x.name, x.itype) for x in program.nodes]},
+                   os.path.join(os.environ["MK_TIMELINE_DUMP"], name.replace(":", "_") + ".pt"))
+    real = (t[:, STORE_END] > 0).nonzero().flatten().tolist()
+    t0 = int(t[real, PUBLISH].min())
+    span_us = (int(t[real, STORE_END].max()) - t0) / 1e3
+    sms = program.num_sms
+    node_of = list(program.instruction_node)
+    per_node = collections.defaultdict(lambda: [0, 1 << 62, 0, 0.0, 0.0])  # count, first, last, busy, wait
+    for i in real:
+        nd = node_of[i]
+        r = per_node[nd]
+        r[0] += 1
+        r[1] = min(r[1], int(t[i, PUBLISH]))
+        r[2] = max(r[2], int(t[i, STORE_END]))
+        r[3] += (int(t[i, STORE_END]) - int(t[i, LOAD_BEGIN])) / 1e3
+        r[4] += max(0, int(t[i, INPUTS]) - int(t[i, LOAD_BEGIN])) / 1e3
+    per_itype = collections.defaultdict(lambda: [0, 0, 0.0, 0.0, 0.0])  # nodes, instrs, span, busy, wait
+    rows = []
+    for nd, (cnt, first, last, busy, wait) in per_node.items():
+        itype = program.nodes[nd].itype.split("(")[0] if nd >= 0 else "Noop"
+        k = per_itype[itype]
+        k[0] += 1
+        k[1] += cnt
+        k[2] += (last - first) / 1e3
+        k[3] += busy / sms
+        k[4] += wait / sms
+        rows.append(((last - first) / 1e3, program.nodes[nd].name if nd >= 0 else "-", itype, cnt, busy / sms))
+    print(f"\n== {name}: {n} instructions, {sms} SMs, launch span {span_us:.1f} us", flush=True)
+    print(f"{'IType':22s} {'nodes':>6s} {'instrs':>7s} {'node span us':>13s} {'SM-busy us':>11s} {'input wait':>11s}")
+    for itype, (nodes, cnt, span, busy, wait) in sorted(per_itype.items(), key=lambda kv: -kv[1][3]):
+        print(f"{itype:22s} {nodes:6d} {cnt:7d} {span:13.1f} {busy:11.1f} {wait:11.1f}")
+    print("slowest nodes (span us, name, IType, instructions, SM-busy us):")
+    for span, nm, itype, cnt, busy in sorted(rows, reverse=True)[:12]:
+        print(f"  {span:9.1f}  {nm:40s} {itype:20s} {cnt:6d} {busy:9.1f}")
+    # One stretch of the launch in time order (a middle layer): start and end of each node, microseconds
+    # from the launch's first publish, so serialisation and gaps between nodes show.
+    lo, hi = float(os.environ.get("MK_GANTT_FROM", 0.4)), float(os.environ.get("MK_GANTT_TO", 0.55))
+    print(f"nodes starting in [{lo:.0%}, {hi:.0%}) of the launch (start, end us; instructions; SM-busy us):")
+    for nd, (cnt, first, last, busy, wait) in sorted(per_node.items(), key=lambda kv: kv[1][1]):
+        a, b = (first - t0) / 1e3, (last - t0) / 1e3
+        if nd >= 0 and lo * span_us <= a < hi * span_us:
+            print(f"  {a:8.1f} {b:8.1f}  {program.nodes[nd].name:36s} {program.nodes[nd].itype[:60]:60s} {cnt:5d} "
+                  f"{busy / sms:7.1f}")
+
+
+def main(argv):
+    for spec in argv or ["example:8b", "hf:8b"]:
+        kind, name = spec.split(":")
+        if kind == "hf":
+            model, ids = _model(name)
+
+            def fwd(i, model=model):
+                return model(input_ids=i, use_cache=False).last_hidden_state
+        else:
+            fwd, ids = _example_model(name)
+        program, slots, options = capture(fwd, ids)
+        report(spec, program, slots, options)
+        del fwd, slots
+        torch._dynamo.reset()
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
