@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from llama import _example_model, _model  # noqa: E402
-from timeline import INPUTS, LOAD_BEGIN, PUBLISH, STORE_END  # noqa: E402
+from timeline import COMP_END, INPUTS, LOAD_BEGIN, PUBLISH, STORE_END  # noqa: E402
 
 import megakittens  # noqa: E402
 from megakittens import gpu  # noqa: E402
@@ -65,8 +65,9 @@ def report(name, program, slots, options):
         r = per_node[nd]
         r[0] += 1
         r[1] = min(r[1], int(t[i, PUBLISH]))
-        r[2] = max(r[2], int(t[i, STORE_END]))
-        r[3] += (int(t[i, STORE_END]) - int(t[i, LOAD_BEGIN])) / 1e3
+        end = max(int(t[i, STORE_END]), int(t[i, COMP_END]))  # SIMT bodies end in the consumers
+        r[2] = max(r[2], end)
+        r[3] += (end - int(t[i, LOAD_BEGIN])) / 1e3
         r[4] += max(0, int(t[i, INPUTS]) - int(t[i, LOAD_BEGIN])) / 1e3
     per_itype = collections.defaultdict(lambda: [0, 0, 0.0, 0.0, 0.0])  # nodes, instrs, span, busy, wait
     rows = []
