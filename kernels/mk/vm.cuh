@@ -102,7 +102,7 @@ static_assert(sizeof(SlotDesc) == 32, "SlotDesc layout is shared with the host")
 
 // [Note: tile maps] The kernel parameter (at most 32,764 bytes) holds Common, then per slot a
 // 128x128 tile map (elementwise bodies) and a SlotDesc, then the 64x64 swizzled xmaps: 160 B a slot
-// plus 128 B an xmap. A larger program (a 16-layer model: ~180 slots, ~130 xmaps) keeps only Common
+// plus 128 B an xmap. A larger program (a 16-layer Llama: ~220 slots, ~130 xmaps) keeps only Common
 // and the SlotDescs there (MK_MAPS_IN_GLOBAL = 1) and reads the maps from a device buffer that the host
 // rewrites between launches when the slot pointers change. A tensor map written by the host in global
 // memory must be fenced into the tensormap proxy by each thread that issues TMA with it (CUDA
