@@ -8,13 +8,9 @@ import sys
 import torch
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from llama import _example_model, _model  # noqa: E402
+from llama import _example_model, _example_module, _model  # noqa: E402
 
 import megakittens  # noqa: E402
-
-
-def rel(a, b):
-    return ((a.double() - b.double()).norm() / b.double().norm()).item()
 
 
 def main(specs):
@@ -38,11 +34,10 @@ def main(specs):
             h_bf, l_bf = run(ids)
             model.float()
             h_32, l_32 = run(ids)
+        rel, agree = _example_module().rel_error, _example_module().argmax_agreement
         line = f"{spec}: hidden |mk - eager| {rel(h_mk, h_bf):.3e}, |mk - fp32| {rel(h_mk, h_32):.3e}, " \
                f"|eager - fp32| {rel(h_bf, h_32):.3e}"
         if l_mk is not None:
-            from llama import _example_module
-            agree = _example_module().argmax_agreement
             line += (f"; argmax (decisive) mk~eager {agree(l_mk, l_bf)[1]:.4f}, mk~fp32 {agree(l_mk, l_32)[1]:.4f}, "
                      f"eager~fp32 {agree(l_bf, l_32)[1]:.4f}")
         print(line, flush=True)
