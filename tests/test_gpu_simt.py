@@ -98,9 +98,27 @@ def c_unaligned(g):  # rows of 200 B: no TMA tile map, the plain path
     return (lambda x, y: (torch.relu(x) + y, torch.sigmoid(y))), [_randn((50, 100), g=g), _randn((50, 100), g=g)]
 
 
+# [Note: SIMT chunks]: bf16 slots whose rows are 16-byte multiples take the 8-element vector path.
+def c_rope_vec(g):  # Llama head_dim 128, both forms
+    def f(x, q, cos, sin, cos4, sin4):
+        B, S, H, D = q.shape
+        return (mkops.rope(x, cos, sin), mkops.rope(q.transpose(1, 2), cos4, sin4))
+    S, D = 72, 128
+    return f, [_randn((1, S, 3, D), g=g), _randn((1, S, 4, D), g=g), _randn((S, 1, D), g=g), _randn((S, 1, D), g=g),
+               _randn((1, 1, S, D), g=g), _randn((1, 1, S, D), g=g)]
+
+
+def c_vec_copies(g):  # BHSD -> BSHD at head_dim 128, an aligned embedding, cat and broadcasts (a splat column)
+    def f(o, w, ids, a, b, x, row, col):
+        return (o.transpose(1, 2).contiguous(), F.embedding(ids, w), torch.cat([a, b], dim=-1), x * row, x + col)
+    return f, [_randn((1, 4, 80, 128), g=g), _randn((500, 256), g=g), torch.randint(0, 500, (1, 90), generator=g),
+               _randn((40, 64), g=g), _randn((40, 128), g=g), _randn((96, 256), g=g), _randn((256,), g=g),
+               _randn((96, 1), g=g)]
+
+
 CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
                                      c_rope, c_row_reduce, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
-                                     c_unaligned)}
+                                     c_unaligned, c_rope_vec, c_vec_copies)}
 
 
 def case_inputs(case, seed):

@@ -40,17 +40,175 @@ __device__ __forceinline__ long long ld_i64(const SlotDesc& s, long long i) {
     default: return static_cast<long long>(ld_f32(s, i));
   }
 }
-// Rounds once to the slot's floating dtype (round to nearest even, as torch).
-__device__ __forceinline__ void st_f32(const SlotDesc& s, long long i, float v) {
-  switch (slot_dtype(s)) {
-    case Dt::bf16: reinterpret_cast<__nv_bfloat16*>(s.ptr)[i] = __float2bfloat16_rn(v); break;
-    case Dt::f16: reinterpret_cast<__half*>(s.ptr)[i] = __float2half_rn(v); break;
-    default: reinterpret_cast<float*>(s.ptr)[i] = v; break;
+// Rounds once to a floating dtype (round to nearest even, as torch); elements at ptr.
+__device__ __forceinline__ void st_f32(u64 ptr, Dt dt, long long i, float v) {
+  switch (dt) {
+    case Dt::bf16: reinterpret_cast<__nv_bfloat16*>(ptr)[i] = __float2bfloat16_rn(v); break;
+    case Dt::f16: reinterpret_cast<__half*>(ptr)[i] = __float2half_rn(v); break;
+    default: reinterpret_cast<float*>(ptr)[i] = v; break;
   }
 }
+__device__ __forceinline__ void st_f32(const SlotDesc& s, long long i, float v) { st_f32(s.ptr, slot_dtype(s), i, v); }
 
 constexpr int kSimtThreads = kConsumerWarps * 32;
 constexpr int kSimtBarrier = 1;  // named barrier id (0 is __syncthreads)
+
+// [Note: SIMT chunks] A body walks its tile in chunks of V elements along a row: V = 8 when every slot
+// it touches is bf16 and each chunk is 16-byte aligned (one 128-bit load or store), else V = 1 (any
+// dtype). A thread issues all loads of a chunk (of U chunks) before it converts, computes and stores:
+// a dtype switch between a load and its use made the SASS of the per-element loops wait on every load.
+// U is 1: the interpreter is one function capped at 168 registers (384 threads), and more loads in
+// flight here made ptxas spill in the Attention and Gemm bodies of a Llama kernel
+// (tests/test_nvrtc.py test_llama_layer_source_compiles_without_spills).
+
+// Strides in elements of a contiguous slot's padded dims; -1 (a broadcast or 1-wide view dim) is 0.
+__device__ __forceinline__ long long dim_stride(const SlotDesc& s, int d) {
+  long long st = 1;
+  for (int k = 3; k > d; --k) st *= s.dims[k];
+  return d < 0 ? 0 : st;
+}
+
+// Element (i, j) of a tile of a slot lies at base + i * rs + j * cs elements from ptr.
+struct TileView {
+  u64 ptr;
+  long long base, rs, cs;
+  Dt dt;
+  __device__ long long at(int i, int j) const { return base + i * rs + j * cs; }
+};
+// The tile with origin o whose rows and columns run along the slot's padded dims rdim and cdim (-1: none).
+__device__ __forceinline__ TileView tile_view(const SlotDesc& s, const i32* o, int rdim, int cdim) {
+  return {s.ptr, elem_offset(s, o[0], o[1], o[2], o[3]), dim_stride(s, rdim), dim_stride(s, cdim), slot_dtype(s)};
+}
+// Whether 8-element chunks at column multiples of 8 are aligned 16-byte bf16 vectors (cs 1), or one
+// bf16 element each (cs 0: a broadcast column, splat on load).
+__device__ __forceinline__ bool vec8_ok(const TileView& t) {
+  return t.dt == Dt::bf16 && (t.ptr & 15) == 0 && t.base % 8 == 0 && t.rs % 8 == 0 && (t.cs == 1 || t.cs == 0);
+}
+
+// V elements as loaded: 8 bf16 in a uint4, or one element of any dtype in the low bits of a u64.
+template <int V> struct Raw;
+template <> struct Raw<8> { uint4 v; };
+template <> struct Raw<1> { u64 v; };
+
+// Loads V elements at element offset i; issues the load only (no conversion, no dependent branch).
+template <int V>
+__device__ __forceinline__ Raw<V> ld_raw(const TileView& t, long long i) {
+  if constexpr (V == 8) {
+    if (t.cs == 0) {
+      const u32 b = reinterpret_cast<const unsigned short*>(t.ptr)[i];
+      const u32 w = b | (b << 16);
+      return {make_uint4(w, w, w, w)};
+    }
+    return {*reinterpret_cast<const uint4*>(reinterpret_cast<const __nv_bfloat16*>(t.ptr) + i)};
+  } else {
+    switch (t.dt) {
+      case Dt::bf16: case Dt::f16: return {reinterpret_cast<const unsigned short*>(t.ptr)[i]};
+      case Dt::f32: case Dt::i32: return {reinterpret_cast<const u32*>(t.ptr)[i]};
+      case Dt::i64: return {reinterpret_cast<const u64*>(t.ptr)[i]};
+      default: return {reinterpret_cast<const unsigned char*>(t.ptr)[i]};
+    }
+  }
+}
+// The loaded elements as fp32 (the reference's load, src/reference/exec.h; integers exact below 2^24).
+template <int V>
+__device__ __forceinline__ void to_f32(Dt dt, const Raw<V>& r, float (&f)[V]) {
+  if constexpr (V == 8) {
+    const u32 w[4] = {r.v.x, r.v.y, r.v.z, r.v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      f[2 * k] = __uint_as_float(w[k] << 16);
+      f[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+    }
+  } else {
+    const u64 b = r.v;
+    switch (dt) {
+      case Dt::bf16: f[0] = __uint_as_float(static_cast<u32>(b) << 16); break;
+      case Dt::f16: f[0] = __half2float(__ushort_as_half(static_cast<unsigned short>(b))); break;
+      case Dt::f32: f[0] = __uint_as_float(static_cast<u32>(b)); break;
+      case Dt::i64: f[0] = static_cast<float>(static_cast<long long>(b)); break;
+      case Dt::i32: f[0] = static_cast<float>(static_cast<i32>(static_cast<u32>(b))); break;
+      default: f[0] = static_cast<float>(static_cast<u32>(b)); break;
+    }
+  }
+}
+// Stores V values at element offset i, each rounded once to the slot's floating dtype (nearest even).
+template <int V>
+__device__ __forceinline__ void st_vec(const TileView& t, long long i, const float (&f)[V]) {
+  if constexpr (V == 8) {
+    u32 w[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
+      w[k] = *reinterpret_cast<const u32*>(&h);
+    }
+    *reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(t.ptr) + i) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    st_f32(t.ptr, t.dt, i, f[0]);
+  }
+}
+
+// Runs load(e) for chunks e = first, first + stride, ... < n, U at a time, all U loads issued before
+// emit(e, loaded) consumes any of them ([Note: SIMT chunks]).
+template <int U, class Load, class Emit>
+__device__ __forceinline__ void chunked(int first, int n, int stride, Load load, Emit emit) {
+  using R = decltype(load(0));
+  for (int e0 = first; e0 < n; e0 += U * stride) {
+    R r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (e0 + u * stride < n) r[u] = load(e0 + u * stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (e0 + u * stride < n) emit(e0 + u * stride, r[u]);
+  }
+}
+
+template <int V, int N, class F>
+__device__ __forceinline__ void tile_map_v(const TileView (&x)[N], const TileView& y, int rows, int cols, int tid,
+                                           bool rows_fast, F f) {
+  struct Loaded { Raw<V> r[N]; };
+  const int cpr = cols / V, n = rows * cpr;
+  auto ij = [&](int e, int& i, int& j) {
+    if (rows_fast) { i = e % rows; j = e / rows; }
+    else { i = e / cpr; j = (e - i * cpr) * V; }
+  };
+  chunked<1>(tid, n, kSimtThreads,
+      [&](int e) {
+        int i, j;
+        ij(e, i, j);
+        Loaded l;
+#pragma unroll
+        for (int k = 0; k < N; ++k) l.r[k] = ld_raw<V>(x[k], x[k].at(i, j));
+        return l;
+      },
+      [&](int e, const Loaded& l) {
+        int i, j;
+        ij(e, i, j);
+        float in[N][V], out[V];
+#pragma unroll
+        for (int k = 0; k < N; ++k) to_f32<V>(x[k].dt, l.r[k], in[k]);
+#pragma unroll
+        for (int q = 0; q < V; ++q) {
+          float a[N];
+#pragma unroll
+          for (int k = 0; k < N; ++k) a[k] = in[k][q];
+          out[q] = f(a);
+        }
+        st_vec<V>(y, y.at(i, j), out);
+      });
+}
+
+// y(i, j) = f(x_0(i, j), ..., x_{N-1}(i, j)) over a rows x cols tile (f: float[N] -> float); rows_fast
+// walks consecutive threads down a column (a transposing read). 8-element chunks when every view allows.
+template <int N, class F>
+__device__ __forceinline__ void tile_map(const TileView (&x)[N], const TileView& y, int rows, int cols, int tid,
+                                         bool rows_fast, F f) {
+  bool vec = cols % 8 == 0 && !rows_fast && vec8_ok(y) && y.cs == 1;
+#pragma unroll
+  for (int k = 0; k < N; ++k) vec = vec && vec8_ok(x[k]);
+  if (vec) tile_map_v<8>(x, y, rows, cols, tid, false, f);
+  else tile_map_v<1>(x, y, rows, cols, tid, rows_fast, f);
+}
 
 // Consumers: wait, run Body::run(c, tid) on every consumer thread, publish the stores. Every consumer thread
 // reaches the named barrier, also after an abort, so no warp is left waiting there.

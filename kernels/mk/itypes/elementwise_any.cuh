@@ -13,21 +13,14 @@ struct ElementwiseSimtBody {
   using E = Elementwise<F>;
   static __device__ void run(Ctx& c, int tid) {
     const i32* idx = c.idx();
-    const int rows = idx[E::kRows], cols = idx[E::kCols];
-    const i32* oy = idx + E::kOut;
-    const SlotDesc& y = c.slot(c.dst_slot(0));
-    for (int e = tid; e < rows * cols; e += kSimtThreads) {
-      const int i = e / cols, j = e - i * cols;
-      float v[F::inputs];
+    TileView x[F::inputs];
 #pragma unroll
-      for (int k = 0; k < F::inputs; ++k) {
-        const i32* o = idx + 4 * k;
-        const unsigned m = F::bcast(k);  // a broadcast operand's origin is 0 along its broadcast dims
-        const SlotDesc& s = c.slot(c.src_slot(k));
-        v[k] = ld_f32(s, elem_offset(s, o[0], o[1], o[2] + ((m & 4u) ? 0 : i), o[3] + ((m & 8u) ? 0 : j)));
-      }
-      st_f32(y, elem_offset(y, oy[0], oy[1], oy[2] + i, oy[3] + j), F::apply(v));
+    for (int k = 0; k < F::inputs; ++k) {
+      const unsigned m = F::bcast(k);  // a broadcast operand's origin is 0 along its broadcast dims
+      x[k] = tile_view(c.slot(c.src_slot(k)), idx + 4 * k, (m & 4u) ? -1 : 2, (m & 8u) ? -1 : 3);
     }
+    const TileView y = tile_view(c.slot(c.dst_slot(0)), idx + E::kOut, 2, 3);
+    tile_map(x, y, idx[E::kRows], idx[E::kCols], tid, false, [](const float (&v)[F::inputs]) { return F::apply(v); });
   }
 };
 

@@ -8,26 +8,62 @@ namespace mk {
 // P: struct { static constexpr unsigned bcast; static constexpr bool x_bshd; }
 template <class P>
 struct RopeBody {
+  // Row (j, r) of x, cos, sin and y starts at view.at(r, 0) + j * its dim-1 stride (xj, cj, sj, yj).
+  struct Views {
+    TileView x, cs, sn, y;
+    long long xj, cj, sj, yj;
+  };
+  template <int V>
+  static __device__ void run_v(const Views& v, int nd, int rows, int D, int tid) {
+    struct Loaded { Raw<V> x, rot, c, s; };
+    const int cpr = D / V, h = D / 2;
+    // Chunk e: columns [col, col + V) of row r of head j; the rotated half lies h columns away.
+    auto at = [&](int e, int& col, long long& xo, long long& co, long long& so, long long& yo) {
+      col = (e % cpr) * V;
+      const int jr = e / cpr, r = jr % rows, j = jr / rows;
+      xo = v.x.at(r, col) + j * v.xj;
+      co = v.cs.at(r, col) + j * v.cj;
+      so = v.sn.at(r, col) + j * v.sj;
+      yo = v.y.at(r, col) + j * v.yj;
+    };
+    chunked<1>(tid, nd * rows * cpr, kSimtThreads,
+        [&](int e) {
+          int col;
+          long long xo, co, so, yo;
+          at(e, col, xo, co, so, yo);
+          return Loaded{ld_raw<V>(v.x, xo), ld_raw<V>(v.x, col < h ? xo + h : xo - h), ld_raw<V>(v.cs, co),
+                        ld_raw<V>(v.sn, so)};
+        },
+        [&](int e, const Loaded& l) {
+          int col;
+          long long xo, co, so, yo;
+          at(e, col, xo, co, so, yo);
+          float xv[V], rv[V], cv[V], sv[V], out[V];
+          to_f32<V>(v.x.dt, l.x, xv);
+          to_f32<V>(v.x.dt, l.rot, rv);
+          to_f32<V>(v.cs.dt, l.c, cv);
+          to_f32<V>(v.sn.dt, l.s, sv);
+          const float sign = col < h ? -1.f : 1.f;
+#pragma unroll
+          for (int q = 0; q < V; ++q) out[q] = xv[q] * cv[q] + sign * rv[q] * sv[q];
+          st_vec<V>(v.y, yo, out);
+        });
+  }
   static __device__ void run(Ctx& c, int tid) {
     const i32* idx = c.idx();
-    const i32 *x0 = idx, *y0 = idx + 4, *c0 = idx + 8;
-    const int nd = idx[12], rows = idx[13], D = idx[14], h = D / 2;
-    const SlotDesc& xs = c.slot(c.src_slot(0));
-    const SlotDesc& cs = c.slot(c.src_slot(1));
-    const SlotDesc& sn = c.slot(c.src_slot(2));
-    const SlotDesc& y = c.slot(c.dst_slot(0));
-    const int n = nd * rows * D;
-    for (int e = tid; e < n; e += kSimtThreads) {
-      const int col = e % D, jr = e / D, r = jr % rows, j = jr / rows;
-      // x_bshd: rows run along backing dim 1 (nd is 1).
-      const long long xrow = P::x_bshd ? elem_offset(xs, x0[0], x0[1] + r, x0[2], x0[3])
-                                       : elem_offset(xs, x0[0], x0[1] + j, x0[2] + r, x0[3]);
-      const long long crow = elem_offset(cs, c0[0], c0[1] + ((P::bcast & 2u) ? 0 : j), c0[2] + ((P::bcast & 4u) ? 0 : r), c0[3]);
-      const float xv = ld_f32(xs, xrow + col);
-      const float rot = col < h ? -ld_f32(xs, xrow + col + h) : ld_f32(xs, xrow + col - h);
-      st_f32(y, elem_offset(y, y0[0], y0[1] + j, y0[2] + r, y0[3] + col),
-             xv * ld_f32(cs, crow + col) + rot * ld_f32(sn, crow + col));
-    }
+    const int nd = idx[12], rows = idx[13], D = idx[14];
+    const SlotDesc &xs = c.slot(c.src_slot(0)), &css = c.slot(c.src_slot(1)), &sns = c.slot(c.src_slot(2));
+    const SlotDesc& ys = c.slot(c.dst_slot(0));
+    // x_bshd: rows run along backing dim 1 (nd is 1); cos / sin broadcast along j (bit 2) or r (bit 4).
+    constexpr int cr = (P::bcast & 4u) ? -1 : 2;
+    const Views v{tile_view(xs, idx, P::x_bshd ? 1 : 2, 3), tile_view(css, idx + 8, cr, 3), tile_view(sns, idx + 8, cr, 3),
+                  tile_view(ys, idx + 4, 2, 3), dim_stride(xs, 1), (P::bcast & 2u) ? 0 : dim_stride(css, 1),
+                  (P::bcast & 2u) ? 0 : dim_stride(sns, 1), dim_stride(ys, 1)};
+    const bool vec = D % 16 == 0 && vec8_ok(v.x) && vec8_ok(v.cs) && vec8_ok(v.sn) && vec8_ok(v.y) && v.x.cs == 1 &&
+                     v.cs.cs == 1 && v.sn.cs == 1 && v.y.cs == 1 && v.xj % 8 == 0 && v.cj % 8 == 0 && v.sj % 8 == 0 &&
+                     v.yj % 8 == 0;
+    if (vec) run_v<8>(v, nd, rows, D, tid);
+    else run_v<1>(v, nd, rows, D, tid);
   }
 };
 template <class P>
