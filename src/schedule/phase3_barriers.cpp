@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <optional>
 
 #include "ir/error.h"
 #include "schedule/phases.h"
@@ -43,7 +44,8 @@ struct CellGrid {
 
 // [Note: reshape aliases] A consumer that reads through a reshape sees the producer's tensor with
 // another shape, so both sides' boxes become runs of the flat element index (as 1-D boxes on the last
-// dim) before cells are cut. Consecutive rows that touch merge into one run.
+// dim) before cells are cut, unless both fit a common shape (common_refinement below). Consecutive
+// rows that touch merge into one run.
 std::vector<Box> linearize(const Box& b, const Coord4& shape, int64_t offset) {
   const Coord4 stride{shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1};
   std::vector<Box> out;
@@ -56,6 +58,96 @@ std::vector<Box> linearize(const Box& b, const Coord4& shape, int64_t offset) {
         else out.push_back({{0, 0, 0, start}, {1, 1, 1, end}});
       }
   return out;
+}
+
+// [Note: reshape aliases] Most reshapes only split or merge dims ((1024, 512) read as (1024, 8, 64)): both
+// shapes then split one common row-major shape of at most 4 dims, in which every tile is still a box.
+// Moving both sides' boxes there keeps the same element sets, so the same dependency sets, without one
+// run per row. The common shape's dims are the ratios of the union of both shapes' suffix products,
+// which must form a divisibility chain; none when it does not or needs more than 4 dims.
+std::optional<Coord4> common_refinement(const Coord4& a, const Coord4& b) {
+  std::vector<int64_t> s = {1};
+  for (const Coord4* shape : {&a, &b}) {
+    int64_t p = 1;
+    for (int d = 3; d >= 0; --d) s.push_back(p *= (*shape)[d]);
+  }
+  if (s[4] != s[8] || s[4] <= 0) return std::nullopt;
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  if (s.size() > 5) return std::nullopt;
+  Coord4 fine{1, 1, 1, 1};
+  for (size_t i = 1; i < s.size(); ++i) {
+    if (s[i] % s[i - 1] != 0) return std::nullopt;
+    fine[4 - i] = s[i] / s[i - 1];
+  }
+  return fine;
+}
+
+// The range [a, b) of one dim as a box of the fine dims [first, end) it splits into (outer to inner),
+// written into `out`; false when it is none: past the inner dims it covers whole, it must stay within
+// one index of the outer ones.
+bool refine_range(int64_t a, int64_t b, const Coord4& fine, int first, int end, Box& out) {
+  int t = end;  // fine dims [t, end) are covered whole
+  int64_t whole = 1;
+  while (t > first && a % (whole * fine[t - 1]) == 0 && b % (whole * fine[t - 1]) == 0) whole *= fine[--t];
+  if (t == first) return true;  // the whole group
+  const int64_t lo = a / whole, hi = b / whole, n = fine[t - 1];
+  if (lo / n != (hi - 1) / n) return false;
+  out.lo[t - 1] = lo % n;
+  out.hi[t - 1] = (hi - 1) % n + 1;
+  int64_t q = lo / n;
+  for (int k = t - 2; k >= first; --k) {
+    out.lo[k] = q % fine[k];
+    out.hi[k] = out.lo[k] + 1;
+    q /= fine[k];
+  }
+  return true;
+}
+
+// The box `b` of `shape` in `fine` (the common refinement of `shape` and another shape), or false when
+// its elements are no box there.
+bool refine_box(const Box& b, const Coord4& shape, const Coord4& fine, Box& out) {
+  for (int d = 0; d < 4; ++d) {
+    if (b.lo[d] < 0 || b.hi[d] > shape[d]) return false;
+    if (b.hi[d] <= b.lo[d]) {
+      out = Box{};  // no elements
+      return true;
+    }
+  }
+  out = Box::of_shape(fine);
+  int end = 4;  // fine dims [end, 4) belong to the inner dims of `shape`
+  for (int d = 3; d >= 0; --d) {
+    int first = end;
+    int64_t n = 1;
+    while (n < shape[d] && first > 0) n *= fine[--first];
+    if (n != shape[d]) return false;
+    if (first < end && !refine_range(b.lo[d], b.hi[d], fine, first, end, out)) return false;
+    end = first;
+  }
+  return true;
+}
+
+// Both sides' boxes in the common refinement of their shapes, in place; false (nothing changed) when
+// there is none or some box is no box there.
+bool to_common_shape(std::vector<std::vector<Box>>& writes, const Coord4& wshape,
+                     std::vector<std::vector<Box>>& reads, const Coord4& rshape) {
+  const std::optional<Coord4> fine = common_refinement(wshape, rshape);
+  if (!fine) return false;
+  auto refine_all = [&](const std::vector<std::vector<Box>>& lists, const Coord4& shape,
+                        std::vector<std::vector<Box>>& out) {
+    out.resize(lists.size());
+    for (size_t i = 0; i < lists.size(); ++i) {
+      out[i].resize(lists[i].size());
+      for (size_t k = 0; k < lists[i].size(); ++k)
+        if (!refine_box(lists[i][k], shape, *fine, out[i][k])) return false;
+    }
+    return true;
+  };
+  std::vector<std::vector<Box>> w, r;
+  if (!refine_all(writes, wshape, w) || !refine_all(reads, rshape, r)) return false;
+  writes = std::move(w);
+  reads = std::move(r);
+  return true;
 }
 
 CellGrid make_grid(const std::vector<const std::vector<Box>*>& box_lists) {
@@ -98,13 +190,15 @@ EdgeDeps edge_deps(const ScheduleState& st, int c, size_t k, int p) {
       for (const Box& r : linearize(b, shape, offset)) runs.push_back(r);
     boxes = std::move(runs);
   };
-  for (int64_t i = 0; i < prod.count; ++i) {
-    writes[i] = st.descs[p][i].writes[e.output];
-    if (e.range.alias) flat(writes[i], out_meta.padded(), 0);
-  }
-  for (int64_t i = 0; i < cons.count; ++i) {
+  for (int64_t i = 0; i < prod.count; ++i) writes[i] = st.descs[p][i].writes[e.output];
+  for (int64_t i = 0; i < cons.count; ++i)
     for (const Box& b : st.descs[c][i].reads[k]) reads[i].push_back(e.range.to_backing(b));
-    if (e.range.alias) flat(reads[i], e.range.backing(out_meta).padded(), e.range.alias->offset);
+  if (e.range.alias) {
+    const Coord4 wshape = out_meta.padded(), rshape = e.range.backing(out_meta).padded();
+    if (st.opt.flat_aliases || e.range.alias->offset != 0 || !to_common_shape(writes, wshape, reads, rshape)) {
+      for (auto& w : writes) flat(w, wshape, 0);
+      for (auto& r : reads) flat(r, rshape, e.range.alias->offset);
+    }
   }
   std::vector<const std::vector<Box>*> lists;
   for (const auto& w : writes) lists.push_back(&w);

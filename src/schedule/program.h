@@ -19,6 +19,9 @@ struct ScheduleOptions {
   bool icode_per_tensor_tuple = false;
   // Test hook: drop this barrier id from every instruction that waits on it (-1: none).
   int drop_barrier = -1;
+  // Test hook: phase 3 cuts every reshape alias into flat runs, never into the common shape
+  // ([Note: reshape aliases]); the barriers must come out the same.
+  bool flat_aliases = false;
 };
 
 // One compute node's place in the instruction list.
