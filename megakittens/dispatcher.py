@@ -111,7 +111,7 @@ class Dispatcher:
         self._warned = False
         self._output_strides = _expected_strides(graph_module, len(self.output_slots))
         # Host bytes the CPU interpreter allocates: each non-alias slot plus a 4-byte writer tag per element.
-        self._host_bytes = sum(math.prod(m.shape) * (torch.empty(0, dtype=_DTYPES[m.dtype]).element_size() + 4)
+        self._host_bytes = sum(math.prod(m.shape) * (_DTYPES[m.dtype].itemsize + 4)
                                for s, m in enumerate(self.slots) if self._slot_base[s] < 0)
 
     def _gpu_ready(self) -> bool:

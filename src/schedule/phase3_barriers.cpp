@@ -350,20 +350,27 @@ void phase3_barriers(ScheduleState& st) {
       for (int64_t i = 0; i < prog.nodes[a].count; ++i) ++reuse_arrivals[prog.nodes[a].start + i];
   Coarsener(edges, reuse_arrivals, prog).run();
 
-  // One barrier per distinct (producer, set), numbered in order of first use.
+  // One barrier per distinct (producer, set), numbered in order of first use. Each set of an edge is
+  // looked up once (barrier_of_set): later consumers of the same set reuse its barrier.
   std::map<std::pair<int, std::vector<int32_t>>, int> barrier_of;
-  for (const EdgeDeps& ed : edges)
+  for (const EdgeDeps& ed : edges) {
+    std::vector<int> barrier_of_set(ed.sets.size(), -1);
     for (int64_t i = 0; i < ed.consumer_count; ++i) {
       const int s = ed.set_of[i];
       if (s < 0) continue;
-      const std::vector<int32_t>& deps = ed.sets[s];
-      auto [bit, added] = barrier_of.try_emplace({ed.producer, deps}, static_cast<int>(prog.barriers.size()));
-      if (added) {
-        prog.barriers.push_back({static_cast<int32_t>(deps.size()), ed.producer, false});
-        for (int32_t d : deps) add_dst(st.barriers[d].dst_input, bit->second);
+      int& b = barrier_of_set[s];
+      if (b < 0) {
+        const std::vector<int32_t>& deps = ed.sets[s];
+        auto [bit, added] = barrier_of.try_emplace({ed.producer, deps}, static_cast<int>(prog.barriers.size()));
+        if (added) {
+          prog.barriers.push_back({static_cast<int32_t>(deps.size()), ed.producer, false});
+          for (int32_t d : deps) add_dst(st.barriers[d].dst_input, bit->second);
+        }
+        b = bit->second;
       }
-      add_src(st.barriers[ed.consumer_start + i].src_input, bit->second, prog.barriers[bit->second].target);
+      add_src(st.barriers[ed.consumer_start + i].src_input, b, prog.barriers[b].target);
     }
+  }
 
   for (const ReuseEvent& ev : st.reuse_events) {
     const int b = static_cast<int>(prog.barriers.size());
