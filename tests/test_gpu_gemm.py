@@ -136,11 +136,24 @@ def reference(fn, args):
     return fn(*[a.float() for a in args])
 
 
+# Tile widths (kernels/mk/itypes/gemm.cuh): 256-wide tiles run m64n256k16, 128-wide ones m64n128k16 (the
+# profile picks per node; the same kernel source serves both, so the JIT cache is shared).
+TILE_N = [128, 256]
+
+
 @functools.cache
-def _program(case, cluster):
+def _program(case, cluster, tile_n):
     from megakittens import gpu
     fn, shapes = CASES[case]
-    return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}")
+    return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}",
+                       gemm_n=tile_n)
+
+
+def _tile_widths(program):
+    """The set of n_cols (word 13 of a Gemm instruction's indices) over the program's Gemm instructions."""
+    gemm = {i for i, n in enumerate(program.icodes) if n.startswith("Gemm")}
+    t = program.table_global()
+    return {int(row[7 + 13]) for row in t if int(row[0]) in gemm}
 
 
 def _launch_twice_and_check(case, program, fn, shapes, global_queue):
@@ -155,44 +168,50 @@ def _launch_twice_and_check(case, program, fn, shapes, global_queue):
         assert err <= 1e-2, f"{case}: relative error {err:.3e}"
 
 
+@pytest.mark.parametrize("tile_n", TILE_N)
 @pytest.mark.parametrize("cluster", [1, 2])
 @pytest.mark.parametrize("global_queue", [False, True])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_gemm_vs_fp32(case, global_queue, cluster):
+def test_gemm_vs_fp32(case, global_queue, cluster, tile_n):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
     fn, shapes = CASES[case]
-    program = _program(case, cluster)
+    program = _program(case, cluster, tile_n)
+    assert max(_tile_widths(program)) <= tile_n
     assert any(n.startswith("Gemm") for n in program.icodes), program.icodes
     _launch_twice_and_check(case, program, fn, shapes, global_queue)
 
 
+@pytest.mark.parametrize("tile_n", TILE_N)
 @pytest.mark.parametrize("global_queue", [False, True])
 @pytest.mark.parametrize("case", sorted(FLAG_CASES))
-def test_gemm_flags_vs_fp32(case, global_queue):
+def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
     fn, shapes, _ = FLAG_CASES[case]  # the cluster size is part of the cached program
-    program = _flag_program(case)
+    program = _flag_program(case, tile_n)
     assert any(n.startswith("Gemm(") for n in program.icodes), program.icodes  # a flagged Gemm
     _launch_twice_and_check(case, program, fn, shapes, global_queue)
 
 
 @functools.cache
-def _flag_program(case):
+def _flag_program(case, tile_n):
     from megakittens import gpu
     fn, shapes, cluster = FLAG_CASES[case]
-    return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}")
+    return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}",
+                       gemm_n=tile_n)
 
 
-def test_gemm_tiles_exactly_right():
+@pytest.mark.parametrize("tile_n", TILE_N)
+def test_gemm_tiles_exactly_right(tile_n):
     """Integer-valued inputs: every output element is exact in fp32 and in bf16 (|values| < 256), so a
     wrong swizzle, descriptor or store coordinate shows as a mismatch, not as noise."""
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
     from megakittens import gpu
     M, N, K = 200, 320, 136
-    program = program_for(g_mm, [(M, K), (K, N)], num_sms=gpu.num_ctas(1), name="gemm_exact")
+    program = program_for(g_mm, [(M, K), (K, N)], num_sms=gpu.num_ctas(1), name="gemm_exact", gemm_n=tile_n)
+    assert _tile_widths(program) == ({128, 64} if tile_n == 128 else {256, 64})
     g = torch.Generator().manual_seed(7)
     a = torch.randint(-2, 3, (M, K), generator=g).to(BF16).cuda()
     b = torch.randint(-1, 2, (K, N), generator=g).to(BF16).cuda()
@@ -222,8 +241,9 @@ def _exact_fn(ta, tb, bias):
     return f
 
 
+@pytest.mark.parametrize("tile_n", TILE_N)
 @pytest.mark.parametrize("combo", range(len(FLAG_COMBOS)))
-def test_gemm_flags_exactly_right(combo):
+def test_gemm_flags_exactly_right(combo, tile_n):
     """Integer-valued inputs for every (ta, tb, bias) combination, ragged M / N / K: each output element
     is exact, so a wrong descriptor, transpose bit, swizzle, box coordinate or bias element shows as a
     mismatch. Cluster size and queue mode alternate over the combinations."""
@@ -237,7 +257,8 @@ def test_gemm_flags_exactly_right(combo):
     if bias != "none":
         shapes.append((N,) if bias == "row" else (M, N))
     fn = _exact_fn(ta, tb, bias)
-    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_exact_{combo}")
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_exact_{combo}",
+                          gemm_n=tile_n)
     want = ("ta," if ta else "") + ("tb," if tb else "") + ("" if bias == "none" else f"bias_{bias},")
     assert f"Gemm({want[:-1]})" in program.icodes or (want == "" and "Gemm" in program.icodes), program.icodes
     g = torch.Generator().manual_seed(11 + combo)

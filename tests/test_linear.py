@@ -177,3 +177,15 @@ def test_outer_product_matmul_is_a_broadcast_mul():
     torch.testing.assert_close(out, rotary(inv_freq, pos), rtol=1e-5, atol=1e-5)
     a, b = randn(4, 96, 1), randn(4, 1, 72)  # bf16 bmm with K = 1: one product, rounded once, either way
     assert torch.equal(megakittens.compile(torch.bmm)(a, b), torch.bmm(a, b))
+
+
+def test_gemm_tile_width_follows_the_sm_count():
+    """Profile h200 (src/itypes/gemm.cpp gemm_tile_n): a GEMM whose 128x256 tiles fill less than a wave
+    of SMs uses 128x128 tiles (a 1024 x 2048 output: 64 wide tiles, 128 narrow ones on 132 SMs); one
+    with two full waves of wide tiles keeps them; a one-SM profile always keeps them."""
+    from test_gpu_kernels import program_for
+    from test_gpu_gemm import _tile_widths
+    assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)])) == {128}
+    assert _tile_widths(program_for(lambda a, b: a @ b, [(2048, 512), (512, 4096)])) == {256}
+    assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], num_sms=1)) == {256}
+    assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], gemm_n=256)) == {256}

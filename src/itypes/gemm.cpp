@@ -171,6 +171,21 @@ void Gemm::validate(const NodeInfo& n) const {
 }
 
 namespace {
+// A narrow tile's time relative to a gemm_n-wide one: half the MMA work, the same A traffic
+// (kernels/mk/itypes/gemm.cuh runs m64n128k16 for it).
+constexpr double kGemmNarrowCost = 0.6;
+
+// The tile width for N columns when `row_ctas` CTAs share each column of tiles (batch x M tiles x
+// cluster): Profile::gemm_n_narrow when its waves over num_sms SMs, at kGemmNarrowCost each, take
+// less time than the waves of gemm_n-wide tiles (a 1024 x 2048 output is 64 wide tiles, half of an
+// H200 idle, or 128 narrow ones).
+int64_t gemm_tile_n(const Profile& p, int64_t row_ctas, int64_t N) {
+  const int64_t wide = p.gemm_n, narrow = p.gemm_n_narrow;
+  if (narrow <= 0 || narrow >= wide || p.num_sms < 1) return wide;
+  const auto waves = [&](int64_t tn) { return ceil_div(row_ctas * ceil_div(N, tn), int64_t{p.num_sms}); };
+  return static_cast<double>(waves(narrow)) * kGemmNarrowCost < static_cast<double>(waves(wide)) ? narrow : wide;
+}
+
 struct GemmDims {
   Coord4 ds;  // padded output (B, D, M, N)
   int64_t K, G, cm, tn, MT, NT;
@@ -181,8 +196,8 @@ GemmDims gemm_dims(const NodeInfo& n) {
   g.K = n.inputs[0].padded()[3];
   g.G = std::max(1, n.cluster_size);
   g.cm = n.profile.gemm_cta_m;
-  g.tn = n.profile.gemm_n;
   g.MT = ceil_div(g.ds[2], g.G * g.cm);
+  g.tn = gemm_tile_n(n.profile, g.ds[0] * g.ds[1] * g.MT * g.G, g.ds[3]);
   g.NT = ceil_div(g.ds[3], g.tn);
   return g;
 }

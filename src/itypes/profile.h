@@ -18,6 +18,9 @@ struct Profile {
   // pair_tiles: the CTAs of a cluster split one tile of cluster_size * gemm_cta_m rows, and each CTA
   // gets its own copy of the instruction with identical access regions (seed §04 "target 2").
   int gemm_cta_m = 128, gemm_n = 256, gemm_k = 64;
+  // > 0: a GEMM whose gemm_n-wide tiles fill fewer waves of SMs than gemm_n_narrow-wide ones would at
+  // kGemmNarrowCost of the time each (src/itypes/gemm.cpp gemm_tile_n) uses gemm_n_narrow-wide tiles.
+  int gemm_n_narrow = 0;
   bool gemm_pair_tiles = false;
   // RMSNorm: up to rms_norm_pages pages of rows per instruction (fewer when that leaves SMs idle).
   int rms_norm_pages = 1;

@@ -46,7 +46,9 @@ void bind_schedule(nb::module_& m) {
       .def_ro("num_pages", &Profile::num_pages)
       .def_ro("page_bytes", &Profile::page_bytes)
       .def_ro("gemm_cta_m", &Profile::gemm_cta_m)
-      .def_ro("gemm_n", &Profile::gemm_n)
+      // Writable for experiments and tests: the GPU Gemm body takes gemm_n 128 or 256, gemm_n_narrow 0 or 128.
+      .def_rw("gemm_n", &Profile::gemm_n)
+      .def_rw("gemm_n_narrow", &Profile::gemm_n_narrow)
       .def_ro("gemm_pair_tiles", &Profile::gemm_pair_tiles)
       .def("__repr__", [](const Profile& p) { return "Profile(" + p.name + ", num_sms=" + std::to_string(p.num_sms) + ")"; });
 

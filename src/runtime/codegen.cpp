@@ -107,9 +107,11 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
     return "mk::RowReduce<" + P + ">";
   }
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
-    // The device body is written for 128x256x64 CTA tiles (profile h200). Flags become the template
-    // parameters of mk::GemmT<TA, TB, BIAS> (kernels/mk/itypes/gemm.cuh).
-    if (profile.gemm_cta_m == 128 && profile.gemm_n == 256 && profile.gemm_k == 64) {
+    // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200). Flags become
+    // the template parameters of mk::GemmT<TA, TB, BIAS> (kernels/mk/itypes/gemm.cuh).
+    const bool narrow_ok = profile.gemm_n_narrow == 0 || profile.gemm_n_narrow == 128;
+    if (profile.gemm_cta_m == 128 && (profile.gemm_n == 256 || profile.gemm_n == 128) && narrow_ok &&
+        profile.gemm_k == 64) {
       const Gemm::Flags& f = g->flags();
       if (f == Gemm::Flags{}) return "mk::Gemm";
       if (kGemmFlagsOnDevice && (kGemmTaOnDevice || !f.transpose_a) && (kGemmTbOnDevice || !f.transpose_b) &&

@@ -1,6 +1,7 @@
 // Gemm: D = A @ B, bf16 in, fp32 accumulate in registers, bf16 out (DESIGN §7, hopper-notes §2.1,
 // docs/itypes.md). One instruction = one 128x256 tile of D (rows [m, m + m_rows), columns
-// [n0, n0 + n_cols)), all of K in 64-wide k-tiles.
+// [n0, n0 + n_cols)), all of K in 64-wide k-tiles; a tile of at most 128 columns (Profile::gemm_n_narrow
+// when 256-wide tiles would leave SMs idle, or a ragged last tile) runs m64n128k16 instead.
 //
 // Roles.
 // - Loader (warp 9, one lane): TMA k-tiles into a 4-stage ring; stage s = A 128x64 (16 KB, two 64x64
@@ -269,15 +270,30 @@ struct GemmT {
     return make_float2(bf16_at(p), bf16_at(p + 1));
   }
 
+  // One k16 step of the warpgroup's 64 x N product (N = 256: the whole tile; 128: a narrow tile).
+  template <int N>
+  static __device__ __forceinline__ void mma(float (&acc)[N / 2], u64 da, u64 db) {
+    if constexpr (N == 256) ptx::wgmma_m64n256k16_bf16<TA ? 1 : 0, TB ? 0 : 1>(acc, da, db, 1);
+    else ptx::wgmma_m64n128k16_ss<TA ? 1 : 0, TB ? 0 : 1>(acc, da, db, 1);
+  }
+
+  // Consumers. A tile of at most 128 columns (the profile's narrow tiles, or a ragged last tile) runs
+  // m64n128k16: half the tensor-core work and accumulator registers of m64n256k16.
   static __device__ void compute(Ctx& c) {
     const Dims d = dims(c.idx());
     if (d.m_rows <= 0) return;
+    if (d.n_cols <= 128) compute_n<128>(c, d);
+    else compute_n<256>(c, d);
+  }
+  template <int N>
+  static __device__ __forceinline__ void compute_n(Ctx& c, const Dims& d) {
+    constexpr int kAcc = N / 2;
     const int wg = c.warp >> 2;
     const bool active = wg * kBox < d.m_rows;  // warpgroup 1 stores nothing for m_rows <= 64
     const bool fix = needs_fix(c, d);
-    float acc[128];
+    float acc[kAcc];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
 
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
@@ -290,17 +306,16 @@ struct GemmT {
         const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);
         const u32 b0 = ptx::smem_addr(c.page(b_lid(s)));
 #pragma unroll
-        for (int i = 0; i < 128; ++i) ptx::fence_operand(acc[i]);
+        for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
         ptx::wgmma_fence();
 #pragma unroll
         for (int k = 0; k < kBK / 16; ++k)
-          ptx::wgmma_m64n256k16_bf16<TA ? 1 : 0, TB ? 0 : 1>(
-              acc, TA ? ptx::wgmma_desc_sw128(a0 + 2048 * k, 8 * 1024, 1024) : ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
-              TB ? ptx::wgmma_desc_sw128(b0 + 32 * k, 16, 1024) : ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024), 1);
+          mma<N>(acc, TA ? ptx::wgmma_desc_sw128(a0 + 2048 * k, 8 * 1024, 1024) : ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
+                 TB ? ptx::wgmma_desc_sw128(b0 + 32 * k, 16, 1024) : ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024));
         ptx::wgmma_commit();
         ptx::wgmma_wait<1>();  // k-tile kt-1 has been read: hand its stage back
 #pragma unroll
-        for (int i = 0; i < 128; ++i) ptx::fence_operand(acc[i]);
+        for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
       }
       if (kt > 0) {
         __syncwarp();
@@ -310,7 +325,7 @@ struct GemmT {
     {
       ptx::wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < 128; ++i) ptx::fence_operand(acc[i]);
+      for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
     }
     if (d.nk > 0) {
       __syncwarp();
@@ -336,13 +351,13 @@ struct GemmT {
       }
       out = c.page(b_lid(d.last));
     }
-    // Thread (warp w, lane l) holds rows 16w + l/4 (+8) and columns 8i + 2(l%4) (+1), i < 32: box
+    // Thread (warp w, lane l) holds rows 16w + l/4 (+8) and columns 8i + 2(l%4) (+1), i < N/8: box
     // i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4 (conflict-free: the 8 rows of a
     // store hit 8 different chunks).
     const int w = c.warp & 3, l = c.lane, r0 = 16 * w + (l >> 2);
     // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < N / 8; ++i) {
       unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
       float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
       if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
