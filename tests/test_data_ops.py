@@ -108,6 +108,23 @@ def test_cast_of_a_transposed_view():
     assert _itypes()[0] == "Copy(src=32)"
 
 
+def test_copy_stacks_small_planes():
+    """The BHSD -> BSHD copy of an attention output has planes of heads x head_dim: consecutive d share
+    a Copy instruction (src/itypes/copy.cpp copy_depth: at least one instruction per SM of 132), here 2
+    of the 301 (a ragged last stack); the broadcast form (4 of 2 x 300) reads one backing element along
+    the stacked dim."""
+    o = randn(1, 4, 301, 32)
+    out = _check(lambda o: o.transpose(1, 2).contiguous() * 2, o)[0]
+    assert torch.equal(out, (o.transpose(1, 2).contiguous() * 2))  # a pure copy then one rounding
+    p = mk_backend.dispatchers[-1].program
+    (copy,) = [n for n in p.nodes if n.itype.startswith("Copy")]
+    assert copy.itype == "Copy(src=13)" and copy.count == 151, (copy.itype, copy.count)
+    w = randn(1, 1, 4, 32)
+    _check(lambda w: w.expand(2, 300, 4, 32).contiguous() + 1, w)
+    (copy,) = [n for n in mk_backend.dispatchers[-1].program.nodes if n.itype.startswith("Copy")]
+    assert copy.count == 2 * 75, copy.count
+
+
 def test_int_output_cast_is_refused():
     with pytest.raises(Exception, match=r"_to_copy.*output must be a floating-point tensor"):
         megakittens.compile(lambda x: x.to(torch.int64) + 1)(randn(8, 8))

@@ -116,9 +116,16 @@ def c_vec_copies(g):  # BHSD -> BSHD at head_dim 128, an aligned embedding, cat 
                _randn((96, 1), g=g)]
 
 
+def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged last one), vector and fp32 paths
+    def f(o):
+        t = o.transpose(1, 2)
+        return (t.contiguous(), t.float())
+    return f, [_randn((1, 4, 400, 32), g=g)]
+
+
 CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
                                      c_rope, c_row_reduce, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
-                                     c_unaligned, c_rope_vec, c_vec_copies)}
+                                     c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack)}
 
 
 def case_inputs(case, seed):

@@ -163,27 +163,36 @@ __device__ __forceinline__ void chunked(int first, int n, int stride, Load load,
   }
 }
 
+// A stack of nd tiles: tile k of view v starts k * step[v] elements after tile 0 (Copy's d slices).
+template <int N>
+struct TileStack {
+  int nd;
+  long long x[N], y;
+};
+
 template <int V, int N, class F>
 __device__ __forceinline__ void tile_map_v(const TileView (&x)[N], const TileView& y, int rows, int cols, int tid,
-                                           bool rows_fast, F f) {
+                                           bool rows_fast, const TileStack<N>& st, F f) {
   struct Loaded { Raw<V> r[N]; };
-  const int cpr = cols / V, n = rows * cpr;
-  auto ij = [&](int e, int& i, int& j) {
+  const int cpr = cols / V, plane = rows * cpr;
+  auto kij = [&](int e, int& d, int& i, int& j) {
+    d = e / plane;
+    e -= d * plane;
     if (rows_fast) { i = e % rows; j = e / rows; }
     else { i = e / cpr; j = (e - i * cpr) * V; }
   };
-  chunked<1>(tid, n, kSimtThreads,
+  chunked<1>(tid, st.nd * plane, kSimtThreads,
       [&](int e) {
-        int i, j;
-        ij(e, i, j);
+        int d, i, j;
+        kij(e, d, i, j);
         Loaded l;
 #pragma unroll
-        for (int k = 0; k < N; ++k) l.r[k] = ld_raw<V>(x[k], x[k].at(i, j));
+        for (int k = 0; k < N; ++k) l.r[k] = ld_raw<V>(x[k], x[k].at(i, j) + d * st.x[k]);
         return l;
       },
       [&](int e, const Loaded& l) {
-        int i, j;
-        ij(e, i, j);
+        int d, i, j;
+        kij(e, d, i, j);
         float in[N][V], out[V];
 #pragma unroll
         for (int k = 0; k < N; ++k) to_f32<V>(x[k].dt, l.r[k], in[k]);
@@ -194,20 +203,21 @@ __device__ __forceinline__ void tile_map_v(const TileView (&x)[N], const TileVie
           for (int k = 0; k < N; ++k) a[k] = in[k][q];
           out[q] = f(a);
         }
-        st_vec<V>(y, y.at(i, j), out);
+        st_vec<V>(y, y.at(i, j) + d * st.y, out);
       });
 }
 
-// y(i, j) = f(x_0(i, j), ..., x_{N-1}(i, j)) over a rows x cols tile (f: float[N] -> float); rows_fast
-// walks consecutive threads down a column (a transposing read). 8-element chunks when every view allows.
+// y(i, j) = f(x_0(i, j), ..., x_{N-1}(i, j)) over a rows x cols tile (f: float[N] -> float), or over each
+// tile of a stack; rows_fast walks consecutive threads down a column (a transposing read). 8-element
+// chunks when every view allows.
 template <int N, class F>
 __device__ __forceinline__ void tile_map(const TileView (&x)[N], const TileView& y, int rows, int cols, int tid,
-                                         bool rows_fast, F f) {
-  bool vec = cols % 8 == 0 && !rows_fast && vec8_ok(y) && y.cs == 1;
+                                         bool rows_fast, F f, const TileStack<N>& st = TileStack<N>{1, {}, 0}) {
+  bool vec = cols % 8 == 0 && !rows_fast && vec8_ok(y) && y.cs == 1 && st.y % 8 == 0;
 #pragma unroll
-  for (int k = 0; k < N; ++k) vec = vec && vec8_ok(x[k]);
-  if (vec) tile_map_v<8>(x, y, rows, cols, tid, false, f);
-  else tile_map_v<1>(x, y, rows, cols, tid, rows_fast, f);
+  for (int k = 0; k < N; ++k) vec = vec && vec8_ok(x[k]) && st.x[k] % 8 == 0;
+  if (vec) tile_map_v<8>(x, y, rows, cols, tid, false, st, f);
+  else tile_map_v<1>(x, y, rows, cols, tid, rows_fast, st, f);
 }
 
 // Consumers: wait, run Body::run(c, tid) on every consumer thread, publish the stores. Every consumer thread
