@@ -23,22 +23,19 @@ from megakittens import gpu  # noqa: E402
 
 def capture(fwd, ids):
     """Runs the compiled model once and returns (program, slot tensors, options) of its megakernel launch."""
-    seen = []
-    orig = gpu.run_program_gpu
-
-    def spy(program, slots, stream=None, options=None, timeline=None):
-        seen.append((program, list(slots), options))
-        return orig(program, slots, stream=stream, options=options, timeline=timeline)
-
-    gpu.run_program_gpu = spy
+    import megakittens.backend as mk_backend
+    from megakittens.dispatcher import Dispatcher
+    mk_backend.dispatchers.clear()
+    Dispatcher.keep_slot_tensors = True  # the call keeps every slot as a tensor for the relaunches
     try:
         with torch.no_grad():
             megakittens.compile(fwd)(ids)
     finally:
-        gpu.run_program_gpu = orig
-    if len(seen) != 1:
-        raise RuntimeError(f"expected one megakernel launch, saw {len(seen)}")
-    return seen[0]
+        Dispatcher.keep_slot_tensors = False
+    if len(mk_backend.dispatchers) != 1 or mk_backend.dispatchers[0].calls != 1:
+        raise RuntimeError(f"expected one megakernel launch, saw {len(mk_backend.dispatchers)} compiled graphs")
+    d = mk_backend.dispatchers[0]
+    return d.program, d.last_slot_tensors, d.options
 
 
 def report(name, program, slots, options):

@@ -74,6 +74,19 @@ def _same_layout(t: torch.Tensor, stride: tuple) -> bool:
     return len(stride) == t.dim() and all(n <= 1 or a == b for n, a, b in zip(t.shape, t.stride(), stride))
 
 
+class _GpuPlan:
+    """Slot memory of a GPU call: ``fresh`` (slot, shape, dtype) get their own tensors, ``arena`` (slot, byte
+    offset) share one allocation of ``arena_bytes``, ``aliases`` (slot, base slot, byte offset) own none;
+    ``outputs``: the graph's output slots."""
+
+    def __init__(self) -> None:
+        self.outputs: set = set()
+        self.fresh: list = []
+        self.arena: list = []
+        self.arena_bytes = 0
+        self.aliases: list = []
+
+
 class Dispatcher:
     """Callable ``dispatcher(*args) -> list[Tensor]`` for one compiled graph.
 
@@ -82,10 +95,14 @@ class Dispatcher:
     tensor returned by one call is never overwritten by the next.
 
     Attributes: ``seed`` (interleaving seed of the reference interpreter, default 0), ``calls`` (number
-    of calls so far), ``last_stats`` (the dict ``_C.interpret`` returned last).
+    of calls so far), ``last_stats`` (the dict ``_C.interpret`` returned last). ``keep_slot_tensors``
+    (class or instance attribute, default False): a GPU call then keeps every slot as a tensor in
+    ``last_slot_tensors`` (for tools that relaunch the kernel on them).
     Raises ValueError for an argument whose dtype or shape differs from the compiled one;
     ``DeadlockError`` / ``RaceError`` from the interpreter.
     """
+
+    keep_slot_tensors = False
 
     def __init__(self, program: Any, dag: Any, graph_module: torch.fx.GraphModule, options: Options):
         self.program = program
@@ -107,7 +124,9 @@ class Dispatcher:
         self._copy_inputs = written & set(self.input_slots)
         # (argument position, slot) of every argument the graph reads; unused placeholders have no slot.
         self._arg_slots = [(k, s) for k, s in enumerate(self.input_slots) if s >= 0]
+        self._arg_meta = {k: (_DTYPES[self.slots[s].dtype], torch.Size(self.slots[s].shape)) for k, s in self._arg_slots}
         self._gpu_error: str | None = None  # why CUDA tensors cannot run on the megakernel, once known
+        self._plan: _GpuPlan | None = None  # the GPU call's slot memory layout, made on first use
         self._warned = False
         self._output_strides = _expected_strides(graph_module, len(self.output_slots))
         # Host bytes the CPU interpreter allocates: each non-alias slot plus a 4-byte writer tag per element.
@@ -134,6 +153,9 @@ class Dispatcher:
         return self.program.name
 
     def _check(self, k: int, t: Any) -> None:
+        want = self._arg_meta[k]
+        if isinstance(t, torch.Tensor) and t.dtype == want[0] and t.shape == want[1]:
+            return  # the per-call fast path
         meta = self.slots[self.input_slots[k]]
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"megakittens: input {k} of '{self.name}': expected a tensor "
@@ -197,22 +219,75 @@ class Dispatcher:
                               f"{avail / 2**30:.1f} GiB are available; run it on a GPU, or on smaller shapes")
 
     def _call_gpu(self, args: tuple, device: torch.device) -> list[torch.Tensor]:
-        """One megakernel launch on torch's current stream; every non-input slot is a fresh tensor."""
+        """One megakernel launch on torch's current stream. Outputs are fresh tensors; every other
+        intermediate slot lies in one fresh arena allocation (``_GpuPlan``), released when the call
+        returns, as eager releases its intermediates: a few hundred ``torch.empty`` calls cost ~1 ms of host
+        time per call on a 16-layer model, before the launch."""
         from megakittens import gpu
 
-        def dev(t: torch.Tensor, s: int) -> torch.Tensor:
-            t = t.detach()
-            return t.clone(memory_format=torch.contiguous_format) if s in self._copy_inputs or not t.is_contiguous() else t
-
+        plan = self._plan if self._plan is not None else self._make_plan()
         tensors: list = [None] * len(self.slots)
-        for k, s in self._arg_slots:
-            tensors[s] = dev(args[k], s)
-        for path, s in self.program.attr_slots:
-            tensors[s] = dev(self._attr(path), s)
-        self._fill_slots(tensors, lambda meta: torch.empty(list(meta.shape), dtype=_DTYPES[meta.dtype], device=device))
-        gpu.run_program_gpu(self.program, tensors, options=self.options)
+        ptrs = [0] * len(self.slots)
+        bound = [(s, args[k]) for k, s in self._arg_slots] + [(s, self._attr(p)) for p, s in self.program.attr_slots]
+        for s, t in bound:
+            if not t.is_cuda:
+                raise ValueError(f"megakittens: '{self.name}' runs on {device}, but slot {s} is on {t.device}")
+            if s in self._copy_inputs or not t.is_contiguous():
+                t = t.detach().clone(memory_format=torch.contiguous_format)
+            tensors[s], ptrs[s] = t, t.data_ptr()
+        for s, shape, dtype in plan.fresh:
+            t = torch.empty(shape, dtype=dtype, device=device)
+            tensors[s], ptrs[s] = t, t.data_ptr()
+        arena = torch.empty(plan.arena_bytes, dtype=torch.uint8, device=device) if plan.arena_bytes else None
+        base_ptr = arena.data_ptr() if arena is not None else 0
+        for s, off in plan.arena:
+            ptrs[s] = base_ptr + off
+        for s, base, off in plan.aliases:
+            ptrs[s] = ptrs[base] + off
+        if self.keep_slot_tensors:  # tools (benchmarks/model_timeline.py) relaunch on the same slots
+            for s, off in plan.arena:
+                meta = self.slots[s]
+                dtype = _DTYPES[meta.dtype]
+                n = math.prod(meta.shape) * dtype.itemsize
+                tensors[s] = arena[off:off + n].view(dtype).view(list(meta.shape))
+        for s, base, off in plan.aliases:
+            if tensors[base] is not None and (self.keep_slot_tensors or s in plan.outputs):
+                meta = self.slots[s]
+                n = math.prod(meta.shape)
+                elem = off // _DTYPES[meta.dtype].itemsize
+                tensors[s] = tensors[base].reshape(-1)[elem:elem + n].view(list(meta.shape))
+        gpu.run_program_ptrs(self.program, ptrs, options=self.options)
         self.calls += 1
+        if self.keep_slot_tensors:
+            self.last_slot_tensors = tensors
         return self._outputs(args, tensors, device)
+
+    def _make_plan(self) -> "_GpuPlan":
+        """Which slots a GPU call allocates as tensors (graph outputs that are not inputs, and the bases of
+        output aliases), which go into the arena (256-byte aligned, as cudaMalloc: TMA wants 16), and the
+        alias slots' byte offsets into their base (computed once)."""
+        bound = {s for _, s in self._arg_slots} | {s for _, s in self.program.attr_slots}
+        need = set()
+        for s in self.output_slots:
+            need.add(s)
+            if self._slot_base[s] >= 0:
+                need.add(self._slot_base[s])
+        plan = _GpuPlan()
+        plan.outputs = set(self.output_slots)
+        for s, meta in enumerate(self.slots):
+            if s in bound or self._slot_base[s] >= 0:
+                continue
+            dtype = _DTYPES[meta.dtype]
+            if s in need:
+                plan.fresh.append((s, list(meta.shape), dtype))
+            else:
+                plan.arena.append((s, plan.arena_bytes))
+                plan.arena_bytes += -(-max(1, math.prod(meta.shape) * dtype.itemsize) // 256) * 256
+        for s, meta in enumerate(self.slots):
+            if self._slot_base[s] >= 0:
+                plan.aliases.append((s, self._slot_base[s], self._slot_offset[s] * _DTYPES[meta.dtype].itemsize))
+        self._plan = plan
+        return plan
 
     def _outputs(self, args: tuple, tensors: list, device: torch.device) -> list[torch.Tensor]:
         """The graph outputs: each its slot's tensor (a returned input is the caller's own tensor, as in

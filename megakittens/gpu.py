@@ -23,7 +23,7 @@ import torch
 
 from megakittens import _C
 
-__all__ = ["available", "num_ctas", "kernel_for", "run_program_gpu", "check", "device_info",
+__all__ = ["available", "num_ctas", "kernel_for", "run_program_gpu", "run_program_ptrs", "check", "device_info",
            "kernels_dir", "cuda_include_dir", "nvrtc_candidates"]
 
 _KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
@@ -139,12 +139,19 @@ def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: 
 
     Raises ``_C.DeadlockError`` with the watchdog's report (at this call with ``sync``, else at the next
     call), ``RuntimeError``/``_C.GpuError`` for CUDA or JIT failures."""
-    k = kernel_for(program, bool(_opt(options, "use_jit_cache", True)))
     ptrs = []
     for s, t in enumerate(slot_tensors):
         if not t.is_cuda or not t.is_contiguous():
             raise ValueError(f"megakittens: slot {s} must be a contiguous CUDA tensor")
         ptrs.append(int(t.data_ptr()))
+    run_program_ptrs(program, ptrs, stream=stream, options=options, timeline=timeline)
+
+
+def run_program_ptrs(program: Any, ptrs: Sequence[int], stream: Optional[int] = None, options: Any = None,
+                     timeline: Optional[torch.Tensor] = None) -> None:
+    """``run_program_gpu`` on raw device addresses, one per slot (the caller keeps the memory alive until
+    the launch is ordered before its reuse: same stream, as torch's caching allocator does)."""
+    k = kernel_for(program, bool(_opt(options, "use_jit_cache", True)))
     tl = 0
     if timeline is not None:
         want = (program.num_instructions, 16)

@@ -1,5 +1,6 @@
 """megakittens.compile: decorator forms, options, artifacts and the errors a user sees (CPU)."""
 import json
+import math
 import shutil
 
 import pytest
@@ -372,3 +373,31 @@ def test_sdpa_dropout_error_names_the_cause():
 def test_errors_name_the_megakittens_backend():
     with pytest.raises(Exception, match="backend='megakittens'"):
         megakittens.compile(torch.relu)(randn(0, 8))
+
+
+def test_gpu_call_plan_puts_intermediates_in_one_arena():
+    """megakittens/dispatcher.py _GpuPlan (computed on the CPU): graph outputs get their own tensors, every
+    other non-input slot a 256-byte aligned, non-overlapping range of one arena, reshape aliases none."""
+    def f(x, w):
+        h = torch.relu(x @ w)
+        return (h.view(-1) * 2).view(64, 64) + 1, h.sum(-1)
+    x, w = torch.randn(64, 128, dtype=torch.bfloat16), torch.randn(128, 64, dtype=torch.bfloat16)
+    megakittens.compile(f)(x, w)
+    d = mk_backend.dispatchers[-1]
+    plan = d._make_plan()
+    fresh = {s for s, _, _ in plan.fresh}
+    arena = dict(plan.arena)
+    inputs = {s for s in d.input_slots if s >= 0}
+    aliases = {s for s, _, _ in plan.aliases}
+    assert fresh == set(d.output_slots) - inputs - aliases | {d._slot_base[s] for s in d.output_slots if s in aliases}
+    assert arena and not (fresh & set(arena)) and not (aliases & (fresh | set(arena) | inputs))
+    assert fresh | set(arena) | aliases | inputs == set(range(len(d.slots)))
+    end = 0
+    for s, off in sorted(plan.arena, key=lambda p: p[1]):
+        meta = d.slots[s]
+        n = math.prod(meta.shape) * {"bfloat16": 2, "float32": 4}[meta.dtype]
+        assert off % 256 == 0 and off >= end, (s, off, end)
+        end = off + n
+    assert end <= plan.arena_bytes
+    for s, base, off in plan.aliases:
+        assert d._slot_base[s] == base and off == d._slot_offset[s] * 2
