@@ -8,6 +8,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -61,6 +62,22 @@ def bench(fn, iters=50, warmup=5, flush=False) -> float:
         e.record()
         e.synchronize()
         times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def host_ms(fn, iters=10, warmup=2) -> float:
+    """Median host milliseconds of one fn() call that starts on an idle GPU: the time until the call
+    returns (its launches enqueued), not the GPU time. bench() of a one-launch call is at least this much
+    plus the kernel: the part of a latency a faster kernel cannot remove."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    torch.cuda.synchronize()
     return statistics.median(times)
 
 

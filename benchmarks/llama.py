@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from common import bench, row, write
+from common import bench, host_ms, row, write
 
 SHAPES = {  # name: (hidden, layers, heads, kv heads, intermediate, seq)
     "1b": (2048, 16, 32, 8, 8192, 1024),
@@ -96,6 +96,7 @@ def suite_llama(env):
                 warm_fn = megakittens.compile(fwd)
                 warm, _ = _timed_first_call(warm_fn, ids)
                 mk_ms = bench(lambda: warm_fn(ids), iters=10, warmup=2)
+                mk_host = host_ms(lambda: warm_fn(ids))
             if old is None:
                 os.environ.pop("MEGAKITTENS_CACHE_DIR", None)
             else:
@@ -109,7 +110,8 @@ def suite_llama(env):
                 tc_cold, _ = _timed_first_call(tc, ids)
                 base = {f"torch.compile({mode})": bench(lambda: tc(ids), iters=10, warmup=2), **base}
         rows.append(row("llama", case, "latency", "ms", mk_ms, base, env, higher_is_better=False,
-                        note=f"relative error of the hidden state vs eager {err:.2e}"))
+                        note=f"relative error of the hidden state vs eager {err:.2e}; host time of a call "
+                             f"(until it returns, GPU idle before) {mk_host:.2f} ms"))
         rows.append(row("llama", case, "cold compile (first call)", "s", cold,
                         {f"torch.compile({mode})": tc_cold} if tc_cold else {}, env, higher_is_better=False))
         rows.append(row("llama", case, "warm compile (disk cache, first call)", "s", warm, {}, env,
