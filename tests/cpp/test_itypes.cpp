@@ -849,6 +849,30 @@ NodeInfo gemm_node(Shape a, Shape b, Profile p, int cluster) {
   return node({whole(a), whole(b)}, {bf16(d)}, std::move(p), cluster);
 }
 
+// h200 with 256-wide tiles only (Profile::gemm_n_narrow off): the layout tests below fix the tile width.
+Profile h200_wide() {
+  Profile p = Profile::h200();
+  p.gemm_n_narrow = 0;
+  return p;
+}
+
+TEST(GemmIType, H200NarrowTilesUnderOneWave) {
+  // src/itypes/gemm.cpp gemm_tile_n: 1024 x 2048 is 8 x 8 = 64 wide tiles on 132 SMs (one wave, half the
+  // SMs idle) or 8 x 16 = 128 narrow ones (one wave): narrow. 2048 x 4096: 256 wide tiles (2 waves) vs
+  // 512 narrow ones (4 waves at 0.6 each = 2.4): wide.
+  const Gemm g;
+  const NodeInfo n = gemm_node({1024, 512}, {512, 2048}, Profile::h200(), 1);
+  ASSERT_EQ(g.num_instructions(n), 128);
+  for (int64_t i = 0; i < 128; ++i) EXPECT_EQ(g.instruction(n, i).indices[13], 128) << i;
+  expect_exact_cover(g, n);
+  const NodeInfo w = gemm_node({2048, 512}, {512, 4096}, Profile::h200(), 1);
+  ASSERT_EQ(g.num_instructions(w), 256);
+  EXPECT_EQ(g.instruction(w, 0).indices[13], 256);
+  // Off, or on one SM (every extra tile is a wave): wide.
+  EXPECT_EQ(g.num_instructions(gemm_node({1024, 512}, {512, 2048}, h200_wide(), 1)), 64);
+  EXPECT_EQ(g.num_instructions(gemm_node({1024, 512}, {512, 2048}, Profile::h200(1), 1)), 64);
+}
+
 TEST(GemmIType, SeedMlpOnB200) {
   const Gemm g;
   const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::b200(), 2);
@@ -875,7 +899,7 @@ TEST(GemmIType, SeedMlpOnB200) {
 
 TEST(GemmIType, H200OwnRows) {
   const Gemm g;
-  const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::h200(), 2);
+  const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, h200_wide(), 2);
   ASSERT_EQ(g.num_instructions(n), 32);
   const InstrDesc d = g.instruction(n, 1);
   EXPECT_EQ(d.writes[0], (std::vector<Box>{Box{{0, 0, 128, 0}, {1, 1, 256, 256}}}));
@@ -906,7 +930,7 @@ TEST(GemmIType, RaggedAndSupergroups) {
 TEST(GemmIType, EmptyRankReadsOnlyB) {
   const Gemm g;
   // M = 600 on h200, cluster 2: row block 2 is [512, 768); rank 1 starts at 640 >= M.
-  const NodeInfo n = gemm_node({600, 256}, {256, 256}, Profile::h200(), 2);
+  const NodeInfo n = gemm_node({600, 256}, {256, 256}, h200_wide(), 2);
   ASSERT_EQ(g.num_instructions(n), 6);
   const InstrDesc r0 = g.instruction(n, 4), r1 = g.instruction(n, 5);
   EXPECT_EQ(r0.indices[12], 88);
@@ -1024,7 +1048,7 @@ TEST(GemmIType, TransposedIndicesAndRegions) {
   const Operand a = transposed({64, 296}), b = transposed({512, 64});
   const Operand c{bf16({3, 512}), TensorRange::full({3, 512}).select(0, 2)};  // b[2] of stacked biases
   const Gemm g(gflags(true, true, Gemm::Bias::row));
-  const NodeInfo n = node({a, b, c}, {bf16({296, 512})}, Profile::h200(), 2);
+  const NodeInfo n = node({a, b, c}, {bf16({296, 512})}, h200_wide(), 2);
   g.validate(n);
   ASSERT_EQ(g.num_instructions(n), 2 * 2 * 2);  // 2 cluster-tile rows x 2 column tiles x 2 ranks
   for (int64_t i = 0; i < 8; ++i) {
@@ -1054,7 +1078,7 @@ TEST(GemmIType, TransposedIndicesAndRegions) {
 
 TEST(GemmIType, PlainIndexLayoutUnchanged) {
   // No flag: 15 words, params "", the seed layout.
-  const NodeInfo n = gemm_node({256, 64}, {64, 256}, Profile::h200(), 1);
+  const NodeInfo n = gemm_node({256, 64}, {64, 256}, h200_wide(), 1);
   const InstrDesc d = Gemm().instruction(n, 1);
   EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 0, 128, 0, 0, 0, 0, 0, 0, 0, 128, 0, 128, 256, 64}));
   EXPECT_EQ(d.reads.size(), 2u);
