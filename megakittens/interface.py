@@ -42,7 +42,7 @@ def _capture(fn: Callable, options: Options) -> Callable:
 def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool = False, verbose: bool = False,
             save_dag: bool = False, save_schedule: bool = False, use_jit_cache: bool = True,
             global_work_queue: bool = False, cluster_size: int = 2, target: Optional[str] = None,
-            fallback: Optional[str] = None) -> Any:
+            fallback: Optional[str] = None, **unknown: Any) -> Any:
     """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
 
     Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
@@ -61,9 +61,13 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     (``megakittens.backend.partitionings[-1]`` records the split; dry_run prints it). Graph breaks stay
     errors either way.
 
-    Raises ValueError for a bad cluster_size, target or fallback. Compilation errors (``CompileError``: unsupported
+    Raises ValueError for an unknown option name (listing the valid ones) and for a bad cluster_size,
+    target or fallback. Compilation errors (``CompileError``: unsupported
     op, dtype, view or layout) surface on the first call, wrapped by Dynamo, with the message intact.
     """
+    if unknown:
+        raise ValueError(f"megakittens.compile: unknown option(s) {sorted(unknown)}; valid: "
+                         f"{sorted(Options.__dataclass_fields__)}")
     options = Options(enable=enable, dry_run=dry_run, verbose=verbose, save_dag=save_dag,
                       save_schedule=save_schedule, use_jit_cache=use_jit_cache,
                       global_work_queue=global_work_queue, cluster_size=cluster_size, target=target,
