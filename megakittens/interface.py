@@ -61,12 +61,12 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     (``megakittens.backend.partitionings[-1]`` records the split; dry_run prints it). Graph breaks stay
     errors either way.
 
-    Raises ValueError for an unknown option name (listing the valid ones) and for a bad cluster_size,
-    target or fallback. Compilation errors (``CompileError``: unsupported
+    Raises TypeError for an unknown option name (as Python does, listing the valid ones), ValueError for a
+    bad cluster_size, target or fallback. Compilation errors (``CompileError``: unsupported
     op, dtype, view or layout) surface on the first call, wrapped by Dynamo, with the message intact.
     """
     if unknown:
-        raise ValueError(f"megakittens.compile: unknown option(s) {sorted(unknown)}; valid: "
+        raise TypeError(f"megakittens.compile: unknown option(s) {sorted(unknown)}; valid: "
                          f"{sorted(Options.__dataclass_fields__)}")
     options = Options(enable=enable, dry_run=dry_run, verbose=verbose, save_dag=save_dag,
                       save_schedule=save_schedule, use_jit_cache=use_jit_cache,

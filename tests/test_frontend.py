@@ -160,7 +160,7 @@ def test_bad_target():
 
 
 def test_unknown_option():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"megakittens.compile: unknown option\(s\) \['fast'\]; valid: .*'cluster_size'"):
         megakittens.compile(relu_add, fast=True)
 
 
@@ -334,8 +334,6 @@ def test_torch_compile_options():
         torch.compile(relu_add, backend="megakittens", options={"fast": True})(*_ab())
     with pytest.raises(Exception, match="Inductor setting"):
         torch.compile(relu_add, backend="megakittens", mode="max-autotune")(*_ab())
-    with pytest.raises(ValueError, match=r"megakittens.compile: unknown option\(s\) \['bogus'\]; valid: .*'cluster_size'"):
-        megakittens.compile(relu_add, bogus=1)
 
 
 def test_zero_size_tensor_is_a_clear_error():
