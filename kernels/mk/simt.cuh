@@ -55,10 +55,10 @@ constexpr int kSimtBarrier = 1;  // named barrier id (0 is __syncthreads)
 
 // [Note: SIMT chunks] A body walks its tile in chunks of V elements along a row: V = 8 when every slot
 // it touches is bf16 and each chunk is 16-byte aligned (one 128-bit load or store), else V = 1 (any
-// dtype). A thread issues all loads of a chunk (of U chunks) before it converts, computes and stores:
-// a dtype switch between a load and its use made the SASS of the per-element loops wait on every load.
-// U is 1: the interpreter is one function capped at 168 registers (384 threads), and more loads in
-// flight here made ptxas spill in the Attention and Gemm bodies of a Llama kernel
+// dtype). A thread issues all loads of a chunk before it converts, computes and stores: a dtype switch
+// between a load and its use made the SASS of the per-element loops wait on every load. One chunk at a
+// time: the interpreter is one function capped at 168 registers (384 threads), and 2-4 chunks in flight
+// per thread made ptxas spill in the Attention and Gemm bodies of a Llama kernel
 // (tests/test_nvrtc.py test_llama_layer_source_compiles_without_spills).
 
 // Strides in elements of a contiguous slot's padded dims; -1 (a broadcast or 1-wide view dim) is 0.
@@ -147,20 +147,11 @@ __device__ __forceinline__ void st_vec(const TileView& t, long long i, const flo
   }
 }
 
-// Runs load(e) for chunks e = first, first + stride, ... < n, U at a time, all U loads issued before
-// emit(e, loaded) consumes any of them ([Note: SIMT chunks]).
-template <int U, class Load, class Emit>
+// Runs emit(e, load(e)) for chunks e = first, first + stride, ... < n: load only issues the loads (ld_raw),
+// emit converts, computes and stores ([Note: SIMT chunks]).
+template <class Load, class Emit>
 __device__ __forceinline__ void chunked(int first, int n, int stride, Load load, Emit emit) {
-  using R = decltype(load(0));
-  for (int e0 = first; e0 < n; e0 += U * stride) {
-    R r[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (e0 + u * stride < n) r[u] = load(e0 + u * stride);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (e0 + u * stride < n) emit(e0 + u * stride, r[u]);
-  }
+  for (int e = first; e < n; e += stride) emit(e, load(e));
 }
 
 // A stack of nd tiles: tile k of view v starts k * step[v] elements after tile 0 (Copy's d slices).
@@ -181,7 +172,7 @@ __device__ __forceinline__ void tile_map_v(const TileView (&x)[N], const TileVie
     if (rows_fast) { i = e % rows; j = e / rows; }
     else { i = e / cpr; j = (e - i * cpr) * V; }
   };
-  chunked<1>(tid, st.nd * plane, kSimtThreads,
+  chunked(tid, st.nd * plane, kSimtThreads,
       [&](int e) {
         int d, i, j;
         kij(e, d, i, j);

@@ -10,7 +10,7 @@ struct EmbeddingBody {
   // Copies C elements from w at src to y at dst, V at a time, on one warp.
   template <int V>
   static __device__ void copy_row(const TileView& w, long long src, const TileView& y, long long dst, int C, int lane) {
-    chunked<1>(lane, C / V, 32, [&](int e) { return ld_raw<V>(w, src + e * V); },
+    chunked(lane, C / V, 32, [&](int e) { return ld_raw<V>(w, src + e * V); },
                [&](int e, const Raw<V>& l) {
                  float f[V];
                  to_f32<V>(w.dt, l, f);

@@ -26,7 +26,7 @@ struct RopeBody {
       so = v.sn.at(r, col) + j * v.sj;
       yo = v.y.at(r, col) + j * v.yj;
     };
-    chunked<1>(tid, nd * rows * cpr, kSimtThreads,
+    chunked(tid, nd * rows * cpr, kSimtThreads,
         [&](int e) {
           int col;
           long long xo, co, so, yo;
