@@ -172,8 +172,10 @@ void Gemm::validate(const NodeInfo& n) const {
 
 namespace {
 // A narrow tile's time relative to a gemm_n-wide one: half the MMA work, the same A traffic
-// (kernels/mk/itypes/gemm.cuh runs m64n128k16 for it).
-constexpr double kGemmNarrowCost = 0.6;
+// (kernels/mk/itypes/gemm.cuh runs m64n128k16 for it). Measured on the H200 (2026-12-01,
+// benchmarks/notes.md "Session 5"): a 1024-row down projection (K 8192) took 95 us per narrow tile and
+// 124 us per wide one.
+constexpr double kGemmNarrowCost = 0.77;
 
 // The tile width for N columns when `row_ctas` CTAs share each column of tiles (batch x M tiles x
 // cluster): Profile::gemm_n_narrow when its waves over num_sms SMs, at kGemmNarrowCost each, take

@@ -859,7 +859,8 @@ Profile h200_wide() {
 TEST(GemmIType, H200NarrowTilesUnderOneWave) {
   // src/itypes/gemm.cpp gemm_tile_n: 1024 x 2048 is 8 x 8 = 64 wide tiles on 132 SMs (one wave, half the
   // SMs idle) or 8 x 16 = 128 narrow ones (one wave): narrow. 2048 x 4096: 256 wide tiles (2 waves) vs
-  // 512 narrow ones (4 waves at 0.6 each = 2.4): wide.
+  // 512 narrow ones (4 waves at 0.77 each = 3.1): wide; 1280 x 3584: 140 wide tiles (2 waves, the second
+  // nearly empty) vs 280 narrow ones (3 waves, 2.3): still wide.
   const Gemm g;
   const NodeInfo n = gemm_node({1024, 512}, {512, 2048}, Profile::h200(), 1);
   ASSERT_EQ(g.num_instructions(n), 128);
@@ -868,6 +869,7 @@ TEST(GemmIType, H200NarrowTilesUnderOneWave) {
   const NodeInfo w = gemm_node({2048, 512}, {512, 4096}, Profile::h200(), 1);
   ASSERT_EQ(g.num_instructions(w), 256);
   EXPECT_EQ(g.instruction(w, 0).indices[13], 256);
+  EXPECT_EQ(g.num_instructions(gemm_node({1280, 512}, {512, 3584}, Profile::h200(), 1)), 140);
   // Off, or on one SM (every extra tile is a wave): wide.
   EXPECT_EQ(g.num_instructions(gemm_node({1024, 512}, {512, 2048}, h200_wide(), 1)), 64);
   EXPECT_EQ(g.num_instructions(gemm_node({1024, 512}, {512, 2048}, Profile::h200(1), 1)), 64);
