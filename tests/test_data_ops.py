@@ -119,6 +119,11 @@ def test_copy_stacks_small_planes():
     p = mk_backend.dispatchers[-1].program
     (copy,) = [n for n in p.nodes if n.itype.startswith("Copy")]
     assert copy.itype == "Copy(src=13)" and copy.count == 151, (copy.itype, copy.count)
+    x = randn(1, 300, 64, 4)  # a transposing plane (src=32) stacked too
+    out = _check(lambda x: x.transpose(2, 3).contiguous() * 2, x)[0]
+    assert torch.equal(out, x.transpose(2, 3).contiguous() * 2)
+    (copy,) = [n for n in mk_backend.dispatchers[-1].program.nodes if n.itype.startswith("Copy")]
+    assert copy.itype == "Copy(src=32)" and copy.count == 150, (copy.itype, copy.count)
     w = randn(1, 1, 4, 32)
     _check(lambda w: w.expand(2, 300, 4, 32).contiguous() + 1, w)
     (copy,) = [n for n in mk_backend.dispatchers[-1].program.nodes if n.itype.startswith("Copy")]
