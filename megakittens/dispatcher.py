@@ -250,12 +250,9 @@ class Dispatcher:
                 dtype = _DTYPES[meta.dtype]
                 n = math.prod(meta.shape) * dtype.itemsize
                 tensors[s] = arena[off:off + n].view(dtype).view(list(meta.shape))
-        for s, base, off in plan.aliases:
+        for s, base, _ in plan.aliases:
             if tensors[base] is not None and (self.keep_slot_tensors or s in plan.outputs):
-                meta = self.slots[s]
-                n = math.prod(meta.shape)
-                elem = off // _DTYPES[meta.dtype].itemsize
-                tensors[s] = tensors[base].reshape(-1)[elem:elem + n].view(list(meta.shape))
+                tensors[s] = self._alias_view(tensors, s)
         gpu.run_program_ptrs(self.program, ptrs, options=self.options)
         self.calls += 1
         if self.keep_slot_tensors:
@@ -319,11 +316,16 @@ class Dispatcher:
         for s, meta in enumerate(self.slots):
             if tensors[s] is None and self._slot_base[s] < 0:
                 tensors[s] = new(meta)
-        for s, meta in enumerate(self.slots):
-            base = self._slot_base[s]
-            if base >= 0:
-                off, n = self._slot_offset[s], math.prod(meta.shape)
-                tensors[s] = tensors[base].reshape(-1)[off:off + n].view(list(meta.shape))
+        for s in range(len(self.slots)):
+            if self._slot_base[s] >= 0:
+                tensors[s] = self._alias_view(tensors, s)
+
+    def _alias_view(self, tensors: list, s: int) -> torch.Tensor:
+        """Reshape alias slot s ([Note: reshape aliases]): its base slot's tensor from element
+        ``slot_offset[s]`` on, seen with the alias's shape."""
+        shape = list(self.slots[s].shape)
+        off = self._slot_offset[s]
+        return tensors[self._slot_base[s]].reshape(-1)[off:off + math.prod(shape)].view(shape)
 
     @staticmethod
     def _fresh(meta: Any) -> torch.Tensor:
