@@ -61,6 +61,9 @@ def test_tiny_example_matches_eager():
     # The rotate-half RoPE (with its fp32 casts) fused: one Rope for q and one for k per layer, no Cat left.
     assert sum(t.startswith("Rope(") for t in it) == 2 * args.n_layer, it
     assert not any(t.startswith("Cat") for t in it), it
+    # Both residual adds of a layer ride in the o / down projections' epilogue (src/trace/fuse_residual.h).
+    assert it.count("Gemm(tb,bias_full)") == 2 * args.n_layer, it
+    assert not any(t.startswith("ElementwiseBinary(op=add") for t in it), it
 
 
 def test_tiny_example_support_report(capsys):
@@ -100,6 +103,7 @@ def test_hf_llama_for_causal_lm_matches_eager():
     # end in ",bshd=..." for the projections read through transpose(1, 2) in place).
     assert sum(t.startswith("Attention(causal=1,scale=0.125") for t in it) == 2
     assert it.count("RMSNorm(eps=1e-06)") == 5
+    assert it.count("Gemm(tb,bias_full)") == 4, it  # the residual adds (src/trace/fuse_residual.h)
 
 
 def test_hf_llama_model_matches_eager():

@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "itypes/copy.h"
 #include "trace/fuse_repeat_kv.h"
+#include "trace/fuse_residual.h"
 #include "trace/fuse_rms_norm.h"
 #include "trace/fuse_rope.h"
 #include "trace/op_call.h"
@@ -402,6 +403,7 @@ FxGraph fused_graph(const FxGraph& g) {
   fuse_decomposed_rms_norm(fused);
   fuse_rope(fused);
   fuse_repeat_kv(fused);
+  fuse_residual_add(fused);
   return fused;
 }
 }  // namespace

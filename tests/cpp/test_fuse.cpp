@@ -5,6 +5,7 @@
 #include "fx_builder.h"
 #include "ir/error.h"
 #include "itypes/rms_norm.h"
+#include "trace/fuse_residual.h"
 #include "trace/fuse_rms_norm.h"
 #include "trace/fuse_rope.h"
 #include "trace/tracer.h"
@@ -185,4 +186,43 @@ TEST(FuseRope, WrongHalvesAndSharedIntermediatesAreLeftAlone) {
   shared.b.output({c, shared.add - 1});
   FxGraph g = shared.b.g;
   EXPECT_EQ(fuse_rope(g), 0);
+}
+
+namespace {
+// h + linear(x, W) as AOTAutograd emits it: mm(view(x), t(W)) reshaped back, then add.Tensor(h, .).
+FxGraph residual_graph(bool swap, bool extra_user) {
+  GraphBuilder b;
+  const int h = b.placeholder("h", {1, 64, 256});
+  const int x = b.placeholder("x", {1, 64, 128});
+  const int w = b.placeholder("w", {256, 128});
+  const int x2 = b.call("view", "aten.view.default", {ref(x), list({num(64), num(128)})}, {64, 128});
+  FxTensor wt = contiguous({128, 256});
+  wt.stride = {1, 128};
+  const int t = b.add("t", "call_function", "aten.t.default", {ref(w)}, wt);
+  const int m = b.call("mm", "aten.mm.default", {ref(x2), ref(t)}, {64, 256});
+  const int v = b.call("uv", "aten._unsafe_view.default", {ref(m), list({num(1), num(64), num(256)})}, {1, 64, 256});
+  const int a = b.call("add", "aten.add.Tensor", swap ? std::vector<FxArg>{ref(v), ref(h)} : std::vector<FxArg>{ref(h), ref(v)},
+                       {1, 64, 256});
+  std::vector<int> outs{a};
+  if (extra_user) outs.push_back(v);
+  b.output(outs);
+  return b.g;
+}
+}  // namespace
+
+TEST(FuseResidual, AddBecomesTheGemmsFullBias) {
+  for (bool swap : {false, true}) {
+    FxGraph g = residual_graph(swap, false);
+    EXPECT_EQ(fuse_residual_add(g), 1);
+    const DAG d = trace(residual_graph(swap, false));
+    std::vector<std::string> itypes;
+    for (const Node& n : d.nodes)
+      if (n.is_compute()) itypes.push_back(n.itype->str());
+    EXPECT_EQ(itypes, (std::vector<std::string>{"Gemm(tb,bias_full)"})) << swap;
+  }
+}
+
+TEST(FuseResidual, OtherUsersOfTheProductKeepTheAdd) {
+  FxGraph g = residual_graph(false, true);
+  EXPECT_EQ(fuse_residual_add(g), 0);
 }
