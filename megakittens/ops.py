@@ -223,6 +223,27 @@ def _(a, b):
     return a.new_empty(_gemm_shape(a, b))
 
 
+@torch.library.custom_op("megakittens::gemm_swiglu", mutates_args=())
+def gemm_swiglu(a: Tensor, b: Tensor, b2: Tensor) -> Tensor:
+    """D = silu(A @ B) * (A @ B2), a SwiGLU MLP's gate and up projections in one Gemm: A (..., M, K),
+    B and B2 (..., K, N) with A's leading dims; bf16 in, fp32 accumulate and epilogue, one rounding to
+    bf16, D (..., M, N). silu(x) = x * sigmoid(x) (Shazeer 2020, "GLU Variants Improve Transformer").
+
+    Raises ValueError for mismatched shapes. The compiler also forms it from ``silu(x @ Wg) * (x @ Wu)``
+    (src/trace/fuse_swiglu.h).
+    """
+    shape = _gemm_shape(a, b)
+    if b2.shape != b.shape:
+        raise ValueError(f"megakittens.gemm_swiglu: B2 {list(b2.shape)} must have B's shape {list(b.shape)}")
+    g = torch.matmul(a.float(), b.float())
+    return (torch.nn.functional.silu(g) * torch.matmul(a.float(), b2.float())).to(a.dtype).reshape(shape)
+
+
+@gemm_swiglu.register_fake
+def _(a, b, b2):
+    return a.new_empty(_gemm_shape(a, b))
+
+
 def _attention_check(q: Tensor, k: Tensor, v: Tensor) -> None:
     if q.dim() != 4 or k.dim() != 4 or k.shape != v.shape or q.shape[0] != k.shape[0] \
             or q.shape[3] != k.shape[3] or q.shape[1] % k.shape[1] != 0:

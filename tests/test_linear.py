@@ -189,3 +189,60 @@ def test_gemm_tile_width_follows_the_sm_count():
     assert _tile_widths(program_for(lambda a, b: a @ b, [(2048, 512), (512, 4096)])) == {256}
     assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], num_sms=1)) == {256}
     assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], gemm_n=256)) == {256}
+
+
+# SwiGLU (src/trace/fuse_swiglu.h): silu(x @ Wg^T) * (x @ Wu^T) is one Gemm(tb,swiglu).
+def swiglu_linear(x, wg, wu):
+    return F.silu(F.linear(x, wg)) * F.linear(x, wu)
+
+
+def swiglu_plain(x, bg, bu):  # operands not transposed, product order swapped
+    return (x @ bu) * F.silu(x @ bg)
+
+
+def swiglu_fp32(x, bg, bu):
+    """The fused Gemm's semantics: fp32 products and epilogue, one rounding."""
+    return (F.silu(x.float() @ bg.float()) * (x.float() @ bu.float())).to(x.dtype)
+
+
+@pytest.mark.parametrize("fn,shapes,itype", [
+    (swiglu_linear, [(1, 200, K), (N, K), (N, K)], "Gemm(tb,swiglu)"),  # 3-D x: two views of x, ragged M, N
+    (swiglu_plain, [(M, K), (K, N), (K, N)], "Gemm(swiglu)"),
+])
+def test_swiglu_is_one_gemm(fn, shapes, itype):
+    args = [randn(*s, scale=s[-1] ** -0.5 if i else 1.0) for i, s in enumerate(shapes)]
+    out = megakittens.compile(fn)(*args)
+    assert _gemm_itypes() == [itype]
+    assert not any(n.itype.startswith("Elementwise") for n in mk_backend.dispatchers[-1].program.nodes)
+    check_close(out, fn(*args))
+    tb = fn is swiglu_linear
+    check_close(out, swiglu_fp32(args[0], *(a.t() if tb else a for a in args[1:])), tol=2e-3)
+
+
+def test_swiglu_with_other_users_is_left_alone():
+    """The gate product also leaves the graph: nothing is fused (its bf16 value must be stored)."""
+    def fn(x, wg, wu):
+        g = F.linear(x, wg)
+        return F.silu(g) * F.linear(x, wu), g
+
+    args = [randn(M, K), randn(N, K, scale=K ** -0.5), randn(N, K, scale=K ** -0.5)]
+    outs = megakittens.compile(fn)(*args)
+    assert _gemm_itypes() == ["Gemm(tb)", "Gemm(tb)"]
+    check_close(outs, fn(*args))
+
+
+def test_swiglu_op_and_its_constraints():
+    """megakittens.ops.gemm_swiglu directly, and the error for a B2 that does not sit on its backing as B
+    does (the kernel loads both with B's tile coordinates)."""
+    x, bg, bu = randn(M, K), randn(K, N, scale=K ** -0.5), randn(K, N, scale=K ** -0.5)
+    op = torch.ops.megakittens.gemm_swiglu
+    check_close(megakittens.compile(op)(x, bg, bu), swiglu_fp32(x, bg, bu), tol=2e-3)
+    assert _gemm_itypes() == ["Gemm(swiglu)"]
+    wu = randn(N, K, scale=K ** -0.5)  # B2 = wu.t() transposed in the graph, B not
+    with pytest.raises(Exception, match="input B2 view .* must sit on its backing exactly as input B"):
+        megakittens.compile(lambda x, bg, wu: op(x, bg, wu.t()))(x, bg, wu)
+    with pytest.raises(ValueError, match="B2 .* must have B's shape"):
+        op(x, bg, randn(K, N + 8))
+
+
+GRAPHS["swiglu"] = (swiglu_linear, lambda: (randn(M, K), randn(N, K, scale=K ** -0.5), randn(N, K, scale=K ** -0.5)))

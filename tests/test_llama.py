@@ -64,6 +64,9 @@ def test_tiny_example_matches_eager():
     # Both residual adds of a layer ride in the o / down projections' epilogue (src/trace/fuse_residual.h).
     assert it.count("Gemm(tb,bias_full)") == 2 * args.n_layer, it
     assert not any(t.startswith("ElementwiseBinary(op=add") for t in it), it
+    # Gate and up projections with silu * mul in one Gemm per layer (src/trace/fuse_swiglu.h).
+    assert it.count("Gemm(tb,swiglu)") == args.n_layer, it
+    assert not any(t.startswith(("ElementwiseUnary", "ElementwiseBinary")) for t in it), it
 
 
 def test_tiny_example_support_report(capsys):
@@ -104,6 +107,7 @@ def test_hf_llama_for_causal_lm_matches_eager():
     assert sum(t.startswith("Attention(causal=1,scale=0.125") for t in it) == 2
     assert it.count("RMSNorm(eps=1e-06)") == 5
     assert it.count("Gemm(tb,bias_full)") == 4, it  # the residual adds (src/trace/fuse_residual.h)
+    assert it.count("Gemm(tb,swiglu)") == 2, it  # the MLP's gate and up (src/trace/fuse_swiglu.h)
 
 
 def test_hf_llama_model_matches_eager():

@@ -52,6 +52,7 @@ std::string Gemm::params() const {
   if (flags_.transpose_b) add("tb");
   if (flags_.bias == Bias::row) add("bias_row");
   if (flags_.bias == Bias::full) add("bias_full");
+  if (flags_.swiglu) add("swiglu");
   return p;
 }
 
@@ -66,11 +67,12 @@ bool Gemm::is_transposed(const TensorRange& r) {
   return swapped && !straight;
 }
 
-Gemm::Flags Gemm::flags_for(const std::vector<TensorRange>& in) {
+Gemm::Flags Gemm::flags_for(const std::vector<TensorRange>& in, bool swiglu) {
   Flags f;
+  f.swiglu = swiglu;
   if (in.size() > 0) f.transpose_a = is_transposed(in[0]);
   if (in.size() > 1) f.transpose_b = is_transposed(in[1]);
-  if (in.size() > 2) f.bias = in[2].view_padded()[2] == 1 ? Bias::row : Bias::full;
+  if (in.size() > 2 && !swiglu) f.bias = in[2].view_padded()[2] == 1 ? Bias::row : Bias::full;
   return f;
 }
 
@@ -78,7 +80,7 @@ bool Gemm::reads_view(int k, const TensorRange& r, const Coord4&) const {
   const Coord4 v = r.view_padded();
   for (int d = 0; d < 2; ++d)
     if (v[d] > 1 && r.view_dim[d] != d) return false;
-  return !r.has_broadcast() && (tile_view(r) || (k < 2 && is_transposed(r)));
+  return !r.has_broadcast() && (tile_view(r) || ((k < 2 || (k == 2 && flags_.swiglu)) && is_transposed(r)));
 }
 
 namespace {
@@ -116,7 +118,9 @@ void require_gemm_view(const NodeInfo& n, const char* what, const Operand& op, b
 
 void Gemm::validate(const NodeInfo& n) const {
   const bool has_bias = flags_.bias != Bias::none;
-  require_inputs(n, has_bias ? 3 : 2);
+  if (has_bias && flags_.swiglu)
+    fail("node '", n.name, "' (", n.target, "): the 'swiglu' Gemm has no bias epilogue (got flags ", params(), ")");
+  require_inputs(n, has_bias || flags_.swiglu ? 3 : 2);
   if (n.outputs.size() != 1)
     fail("node '", n.name, "' (", n.target, "): expects 1 output, got ", n.outputs.size());
   const Operand &a = n.inputs[0], &b = n.inputs[1];
@@ -148,6 +152,17 @@ void Gemm::validate(const NodeInfo& n) const {
   require_tma_rows(n, "A", flags_.transpose_a ? "M" : "K", a.backing.shape.back());
   require_tma_rows(n, "B", flags_.transpose_b ? "K" : "N", b.backing.shape.back());
   require_tma_rows(n, "D", "N", out.shape.back());
+  if (flags_.swiglu) {
+    // B2 is loaded with B's tile coordinates on its own backing: same dtype, backing shape and view.
+    const Operand& b2 = n.inputs[2];
+    require_dtype(n, "input B2", b2.dtype(), DType::bf16);
+    const TensorRange &r = b.range, &r2 = b2.range;
+    if (b2.backing.padded() != b.backing.padded() || !(r2 == r))
+      fail("node '", n.name, "' (", n.target, "): input B2 view ", r2.str(), " of ", b2.backing.str(),
+           " must sit on its backing exactly as input B ", r.str(), " sits on ", b.backing.str(),
+           " (the 'swiglu' Gemm loads both with the same tile coordinates)");
+    return;
+  }
   if (!has_bias) return;
 
   const Operand& c = n.inputs[2];
@@ -192,26 +207,28 @@ struct GemmDims {
   Coord4 ds;  // padded output (B, D, M, N)
   int64_t K, G, cm, tn, MT, NT;
 };
-GemmDims gemm_dims(const NodeInfo& n) {
+GemmDims gemm_dims(const NodeInfo& n, bool swiglu) {
   GemmDims g;
   g.ds = n.outputs[0].padded();
   g.K = n.inputs[0].padded()[3];
   g.G = std::max(1, n.cluster_size);
   g.cm = n.profile.gemm_cta_m;
   g.MT = ceil_div(g.ds[2], g.G * g.cm);
-  g.tn = gemm_tile_n(n.profile, g.ds[0] * g.ds[1] * g.MT * g.G, g.ds[3]);
+  // swiglu: a tile's B panel is gemm_n wide, half B's columns and half B2's (the same output columns).
+  g.tn = swiglu ? std::max<int64_t>(1, n.profile.gemm_n / 2)
+                : gemm_tile_n(n.profile, g.ds[0] * g.ds[1] * g.MT * g.G, g.ds[3]);
   g.NT = ceil_div(g.ds[3], g.tn);
   return g;
 }
 }  // namespace
 
 int64_t Gemm::num_instructions(const NodeInfo& n) const {
-  const GemmDims g = gemm_dims(n);
+  const GemmDims g = gemm_dims(n, flags_.swiglu);
   return g.ds[0] * g.ds[1] * g.MT * g.NT * g.G;
 }
 
 InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
-  const GemmDims g = gemm_dims(n);
+  const GemmDims g = gemm_dims(n, flags_.swiglu);
   const int64_t M = g.ds[2], N = g.ds[3];
   const GemmTile t = gemm_tile(g.ds, g.MT, g.NT, g.G, i);
   const int64_t m0 = t.mt * g.G * g.cm, n0 = t.nt * g.tn;
@@ -232,13 +249,14 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   const bool pair = n.profile.gemm_pair_tiles;
   const int64_t r0 = pair ? m0 : m, r1 = pair ? std::min(M, m0 + g.G * g.cm) : m + m_rows;
   const bool has_bias = flags_.bias != Bias::none;
-  d.reads.resize(has_bias ? 3 : 2);
+  d.reads.resize(has_bias || flags_.swiglu ? 3 : 2);
   d.writes.resize(1);
   if (r1 > r0) {
     d.reads[0].push_back(rows_box(t.b, t.d, r0, r1, 0, g.K));
     d.writes[0].push_back(rows_box(t.b, t.d, r0, r1, n0, n0 + n_cols));
   }
   if (g.K > 0) d.reads[1].push_back(rows_box(t.b, t.d, 0, g.K, n0, n0 + n_cols));
+  if (flags_.swiglu && g.K > 0) d.reads[2].push_back(rows_box(t.b, t.d, 0, g.K, n0, n0 + n_cols));
   if (has_bias) {
     // Word 15: the bias origin as one element offset into its (row-major) backing tensor.
     const Operand& c = n.inputs[2];

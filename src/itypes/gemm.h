@@ -12,9 +12,12 @@ class Gemm final : public IType {
   enum class Bias : uint8_t { none, row, full };
   // Static parameters (one icode each). transpose_a: A's last two view dims run along its backing's
   // last two dims swapped (A^T stored row-major, e.g. `x.t() @ y`); transpose_b likewise (`x @ W.T`).
+  // swiglu: D = silu(A @ B) * (A @ B2), a third input B2 (the "up" weight of a SwiGLU MLP, Shazeer 2020,
+  // "GLU Variants Improve Transformer") seen exactly as B is on its own backing; no bias.
   struct Flags {
     bool transpose_a = false, transpose_b = false;
     Bias bias = Bias::none;
+    bool swiglu = false;
     bool operator==(const Flags&) const = default;
   };
 
@@ -23,10 +26,10 @@ class Gemm final : public IType {
   const Flags& flags() const { return flags_; }
 
   std::string name() const override { return "Gemm"; }
-  // Comma-joined "ta", "tb", "bias_row" | "bias_full"; "" for plain A @ B.
+  // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu"; "" for plain A @ B.
   std::string params() const override;
   void validate(const NodeInfo&) const override;
-  // Batch dims straight, the last two straight or (A, B) swapped; no broadcast (require_gemm_view).
+  // Batch dims straight, the last two straight or (A, B, swiglu's B2) swapped; no broadcast (require_gemm_view).
   bool reads_view(int k, const TensorRange& v, const Coord4&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
@@ -35,8 +38,9 @@ class Gemm final : public IType {
   // True when the view's last two dims (those wider than 1) run along its backing's last two dims
   // swapped - what the tracer folds from aten.t / transpose / permute - and not straight.
   static bool is_transposed(const TensorRange&);
-  // The flags for operand views A, B (and bias, when present), as the tracer binds them.
-  static Flags flags_for(const std::vector<TensorRange>& inputs);
+  // The flags for operand views A, B (and bias, when present), as the tracer binds them; swiglu: the
+  // third view is B2, not a bias.
+  static Flags flags_for(const std::vector<TensorRange>& inputs, bool swiglu = false);
 
  private:
   Flags flags_;

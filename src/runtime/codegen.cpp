@@ -107,18 +107,19 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
     return "mk::RowReduce<" + P + ">";
   }
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
-    // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200). Flags become
-    // the template parameters of mk::GemmT<TA, TB, BIAS> (kernels/mk/itypes/gemm.cuh).
+    // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200); a swiglu
+    // tile's B panel is 128 columns of B and 128 of B2 (gemm_n 256). Flags become the template
+    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU> (kernels/mk/itypes/gemm.cuh).
     const bool narrow_ok = profile.gemm_n_narrow == 0 || profile.gemm_n_narrow == 128;
-    if (profile.gemm_cta_m == 128 && (profile.gemm_n == 256 || profile.gemm_n == 128) && narrow_ok &&
+    const Gemm::Flags& f = g->flags();
+    if (profile.gemm_cta_m == 128 && (profile.gemm_n == 256 || (profile.gemm_n == 128 && !f.swiglu)) && narrow_ok &&
         profile.gemm_k == 64) {
-      const Gemm::Flags& f = g->flags();
       if (f == Gemm::Flags{}) return "mk::Gemm";
       if (kGemmFlagsOnDevice && (kGemmTaOnDevice || !f.transpose_a) && (kGemmTbOnDevice || !f.transpose_b) &&
           (kGemmBiasOnDevice || f.bias == Gemm::Bias::none)) {
         const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias == Gemm::Bias::full ? 2 : 0;
         return std::string("mk::GemmT<") + (f.transpose_a ? "true" : "false") + ", " +
-               (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias) + ">";
+               (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias) + (f.swiglu ? ", true>" : ">");
       }
     }
   }
@@ -152,8 +153,9 @@ XmapPlan xmap_plan(const Program& p) {
   for (const auto& n : p.nodes) {
     const std::string name = n.itype->name();
     if (name == "Gemm") {
-      // A and B (TMA loads) and D (TMA store); a bias input is read with plain loads.
-      for (size_t k = 0; k < n.src_slots.size() && k < 2; ++k) used[n.src_slots[k]] = true;
+      // A, B and swiglu's B2 (TMA loads) and D (TMA store); a bias input is read with plain loads.
+      const size_t loaded = static_cast<const Gemm&>(*n.itype).flags().swiglu ? 3 : 2;
+      for (size_t k = 0; k < n.src_slots.size() && k < loaded; ++k) used[n.src_slots[k]] = true;
       for (int s : n.dst_slots) used[s] = true;
     } else if (name == "Attention") {
       const unsigned bshd = static_cast<const Attention&>(*n.itype).bshd();

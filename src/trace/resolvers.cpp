@@ -45,6 +45,17 @@ Resolution gemm(const OpCall& c, const char* a, const char* b, const char* bias 
   return r;
 }
 
+// megakittens.gemm_swiglu: D = silu(A @ B) * (A @ B2) (trace/fuse_swiglu).
+Resolution gemm_swiglu(const OpCall& c) {
+  Gemm::Flags f;
+  f.swiglu = true;
+  Resolution r{std::make_shared<Gemm>(f), c.target(), {&c.tensor("a"), &c.tensor("b"), &c.tensor("b2")}};
+  r.bind = [](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<Gemm>(Gemm::flags_for(views, true));
+  };
+  return r;
+}
+
 // addmm / baddbmm: D = beta * bias + alpha * (A @ B). Only beta = alpha = 1 (what nn.Linear emits).
 Resolution gemm_bias(const OpCall& c, const char* a, const char* b) {
   for (const char* k : {"beta", "alpha"}) {
@@ -392,6 +403,7 @@ const std::map<std::string, Entry>& registry() {
           return r;
         }}},
       {"megakittens.gemm.default", {"a, b", [](const OpCall& c) { return gemm(c, "a", "b"); }}},
+      {"megakittens.gemm_swiglu.default", {"a, b, b2", gemm_swiglu}},
       {"megakittens.copy.default",
        {"x, dtype",
         [](const OpCall& c) -> Resolution {

@@ -9,6 +9,7 @@
 #include "trace/fuse_residual.h"
 #include "trace/fuse_rms_norm.h"
 #include "trace/fuse_rope.h"
+#include "trace/fuse_swiglu.h"
 #include "trace/op_call.h"
 #include "trace/resolvers.h"
 
@@ -404,6 +405,7 @@ FxGraph fused_graph(const FxGraph& g) {
   fuse_rope(fused);
   fuse_repeat_kv(fused);
   fuse_residual_add(fused);
+  fuse_swiglu(fused);
   return fused;
 }
 }  // namespace

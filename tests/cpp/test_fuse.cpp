@@ -8,6 +8,7 @@
 #include "trace/fuse_residual.h"
 #include "trace/fuse_rms_norm.h"
 #include "trace/fuse_rope.h"
+#include "trace/fuse_swiglu.h"
 #include "trace/tracer.h"
 
 using namespace mk;
@@ -225,4 +226,53 @@ TEST(FuseResidual, AddBecomesTheGemmsFullBias) {
 TEST(FuseResidual, OtherUsersOfTheProductKeepTheAdd) {
   FxGraph g = residual_graph(false, true);
   EXPECT_EQ(fuse_residual_add(g), 0);
+}
+
+namespace {
+// silu(linear(x, Wg)) * linear(x, Wu) as AOTAutograd emits it for a 3-D x: each linear views x to 2-D,
+// multiplies by t(W) and reshapes back. other_x: the up projection reads another tensor; extra_user:
+// the gate product also leaves the graph.
+FxGraph swiglu_graph(bool swap, bool other_x, bool extra_user) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {1, 64, 128});
+  const int y = b.placeholder("y", {1, 64, 128});
+  const int wg = b.placeholder("wg", {256, 128});
+  const int wu = b.placeholder("wu", {256, 128});
+  FxTensor wt = contiguous({128, 256});
+  wt.stride = {1, 128};
+  auto linear = [&](int in, int w, const std::string& tag) {
+    const int v = b.call("view_" + tag, "aten.view.default", {ref(in), list({num(64), num(128)})}, {64, 128});
+    const int t = b.add("t_" + tag, "call_function", "aten.t.default", {ref(w)}, wt);
+    const int m = b.call("mm_" + tag, "aten.mm.default", {ref(v), ref(t)}, {64, 256});
+    return b.call("uv_" + tag, "aten._unsafe_view.default", {ref(m), list({num(1), num(64), num(256)})}, {1, 64, 256});
+  };
+  const int g = linear(x, wg, "g");
+  const int s = b.call("silu", "aten.silu.default", {ref(g)}, {1, 64, 256});
+  const int u = linear(other_x ? y : x, wu, "u");
+  const int m = b.call("mul", "aten.mul.Tensor", swap ? std::vector<FxArg>{ref(u), ref(s)} : std::vector<FxArg>{ref(s), ref(u)},
+                       {1, 64, 256});
+  std::vector<int> outs{m};
+  if (extra_user) outs.push_back(g);
+  b.output(outs);
+  return b.g;
+}
+}  // namespace
+
+TEST(FuseSwiglu, GateAndUpBecomeOneGemm) {
+  for (bool swap : {false, true}) {
+    FxGraph g = swiglu_graph(swap, false, false);
+    EXPECT_EQ(fuse_swiglu(g), 1);
+    const DAG d = trace(swiglu_graph(swap, false, false));
+    std::vector<std::string> itypes;
+    for (const Node& n : d.nodes)
+      if (n.is_compute()) itypes.push_back(n.itype->str());
+    EXPECT_EQ(itypes, (std::vector<std::string>{"Gemm(tb,swiglu)"})) << swap;
+  }
+}
+
+TEST(FuseSwiglu, OtherInputsOrUsersAreLeftAlone) {
+  FxGraph other = swiglu_graph(false, true, false);
+  EXPECT_EQ(fuse_swiglu(other), 0);
+  FxGraph shared = swiglu_graph(false, false, true);
+  EXPECT_EQ(fuse_swiglu(shared), 0);
 }

@@ -56,6 +56,11 @@
 //   instruction's input barriers themselves first (the loader's wait does not order the consumers'
 //   generic loads). Addresses are clamped into the m_rows x n_cols tile (the rows and columns
 //   outside it are never stored).
+// - SWIGLU (`swiglu`): D = silu(A @ B) * (A @ B2), a tile of at most 128 output columns. Boxes 0, 1 of
+//   the B stage hold B's columns [n0, n0 + 128), boxes 2, 3 the same columns of B2 (its tensor map, B's
+//   coordinates: the host requires both views to sit alike on their backings), so one m64n256k16 puts
+//   B's column j in accumulator column j and B2's in j + 128: the same thread, register 64 further. The
+//   epilogue computes silu(g) * u in fp32 and rounds once.
 // The tensor maps are unchanged: every operand is TMA'd in 64x64 boxes of its own backing.
 //
 // Edges: TMA zero-fills reads outside the backing tensor and clips stores at its edges. Boxes wholly
@@ -69,10 +74,12 @@
 
 namespace mk {
 
-// TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full.
-template <bool TA = false, bool TB = false, int BIAS = 0>
+// TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full;
+// SWIGLU: flag `swiglu` (B2 is source 2).
+template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false>
 struct GemmT {
   static_assert(BIAS >= 0 && BIAS <= 2, "BIAS: 0 none, 1 row, 2 full");
+  static_assert(!(SWIGLU && BIAS), "the swiglu Gemm has no bias");
   static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
   static constexpr int kEpiLid = 6;
   // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows n_cols K
@@ -138,7 +145,7 @@ struct GemmT {
     // K runs along backing dim 3 of A (dim 2 with TA) and dim 2 of B (dim 3 with TB).
     const bool a_short = TA ? idx[kA + 2] + d.K < a.dims[2] : idx[kA + 3] + d.K < a.dims[3];
     const bool b_short = TB ? idx[kB + 3] + d.K < b.dims[3] : idx[kB + 2] + d.K < b.dims[2];
-    return a_short || b_short;
+    return a_short || b_short;  // SWIGLU: B2's backing has B's shape and the same origins
   }
 
   // K-tail zeroing of one operand tile in shared memory, columns / rows [kr, 64) of the k-tile.
@@ -174,10 +181,11 @@ struct GemmT {
     if (!wait_inputs(c)) return;
 
     const int na = d.m_rows > kBox ? 2 : 1;
-    const int nb = (d.n_cols + kBox - 1) / kBox;
+    const int nb = (d.n_cols + kBox - 1) / kBox;  // boxes of B (and as many of B2 for SWIGLU)
     if (c.lane == 0) {
       const TensorMap* amap = c.xmap(c.src_slot(0));
       const TensorMap* bmap = c.xmap(c.src_slot(1));
+      const TensorMap* b2map = SWIGLU ? c.xmap(c.src_slot(2)) : nullptr;
       const i32* a = idx + kA;
       const i32* b = idx + kB;
       for (int kt = 0; kt < d.nk && ok; ++kt) {
@@ -191,7 +199,7 @@ struct GemmT {
         if (!ok) break;
         (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                    cuda::ptx::space_shared, c.sem(kFull + s),
-                                                   static_cast<u32>((na + nb) * kBoxBytes));
+                                                   static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes));
         unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
         unsigned char* pb = c.page(b_lid(s));
         // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed.
@@ -206,6 +214,9 @@ struct GemmT {
                                  b[1], b[0]};
           cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes, bmap,
                                           coords, c.sem(kFull + s));
+          if constexpr (SWIGLU)
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + (2 + j) * kBoxBytes,
+                                            b2map, coords, c.sem(kFull + s));
         }
       }
     }
@@ -240,6 +251,8 @@ struct GemmT {
     }
     return true;
   }
+
+  static __device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
 
   static __device__ __forceinline__ float bf16_at(const unsigned short* p) {
     return __uint_as_float(static_cast<u32>(__ldcg(p)) << 16);
@@ -282,7 +295,8 @@ struct GemmT {
   static __device__ void compute(Ctx& c) {
     const Dims d = dims(c.idx());
     if (d.m_rows <= 0) return;
-    if (d.n_cols <= 128) compute_n<128>(c, d);
+    if constexpr (SWIGLU) compute_n<256>(c, d);  // n_cols <= 128 output columns, 256 B + B2 columns
+    else if (d.n_cols <= 128) compute_n<128>(c, d);
     else compute_n<256>(c, d);
   }
   template <int N>
@@ -356,8 +370,10 @@ struct GemmT {
     // store hit 8 different chunks).
     const int w = c.warp & 3, l = c.lane, r0 = 16 * w + (l >> 2);
     // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
+    // SWIGLU: output columns are the first N / 2 accumulator columns (B's), gated by silu and
+    // multiplied by their B2 twins N / 2 further (register index + N / 4).
 #pragma unroll
-    for (int i = 0; i < N / 8; ++i) {
+    for (int i = 0; i < (SWIGLU ? N / 16 : N / 8); ++i) {
       unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
       float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
       if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
@@ -369,6 +385,10 @@ struct GemmT {
       for (int h = 0; h < 2; ++h) {
         float x0 = acc[4 * i + 2 * h], x1 = acc[4 * i + 2 * h + 1];
         if constexpr (BIAS != 0) x0 += bv[h].x, x1 += bv[h].y;
+        if constexpr (SWIGLU) {
+          x0 = silu(x0) * acc[N / 4 + 4 * i + 2 * h];
+          x1 = silu(x1) * acc[N / 4 + 4 * i + 2 * h + 1];
+        }
         const __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
         *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
       }

@@ -1,7 +1,9 @@
 // CPU reference semantics of Gemm (docs/itypes.md): D rows = A rows @ B panel (+ bias), accumulated over
-// all K in fp32 and rounded to bf16 once on store. Transposed operands are loaded as the backing box they
-// occupy and transposed here.
+// all K in fp32 and rounded to bf16 once on store; swiglu: silu(A @ B) * (A @ B2) in fp32, one rounding.
+// Transposed operands are loaded as the backing box they occupy and transposed here.
 #include "itypes/gemm.h"
+
+#include <cmath>
 
 #include "reference/exec.h"
 #include "schedule/instruction.h"
@@ -24,28 +26,37 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
   if (m_rows <= 0 || n_cols <= 0) return;
   // a[m * K + k] and b[k * n_cols + n], whichever way the backing holds them.
   std::vector<float> a = ctx.load(in.src_tensors[0], flags_.transpose_a ? tile_box(a0, K, m_rows) : tile_box(a0, m_rows, K));
-  std::vector<float> b = ctx.load(in.src_tensors[1], flags_.transpose_b ? tile_box(b0, n_cols, K) : tile_box(b0, K, n_cols));
   if (flags_.transpose_a) {  // backing box is K x m_rows
     std::vector<float> t(a.size());
     for (int64_t k = 0; k < K; ++k)
       for (int64_t m = 0; m < m_rows; ++m) t[m * K + k] = a[k * m_rows + m];
     a.swap(t);
   }
-  if (flags_.transpose_b) {  // backing box is n_cols x K
-    std::vector<float> t(b.size());
-    for (int64_t n = 0; n < n_cols; ++n)
-      for (int64_t k = 0; k < K; ++k) t[k * n_cols + n] = b[n * K + k];
-    b.swap(t);
-  }
-  // fp32 accumulation, as the tensor cores do; m-k-n order so the inner loop runs along rows of B and D.
-  std::vector<float> d(m_rows * n_cols, 0.f);
-  for (int64_t m = 0; m < m_rows; ++m) {
-    float* drow = d.data() + m * n_cols;
-    for (int64_t k = 0; k < K; ++k) {
-      const float av = a[m * K + k];
-      const float* brow = b.data() + k * n_cols;
-      for (int64_t n = 0; n < n_cols; ++n) drow[n] += av * brow[n];
+  // A @ (the B panel of slot `src`, at B's origin): fp32 accumulation, as the tensor cores do; m-k-n
+  // order so the inner loop runs along rows of B and D.
+  const auto product = [&](int src) {
+    std::vector<float> b = ctx.load(in.src_tensors[src], flags_.transpose_b ? tile_box(b0, n_cols, K) : tile_box(b0, K, n_cols));
+    if (flags_.transpose_b) {  // backing box is n_cols x K
+      std::vector<float> t(b.size());
+      for (int64_t n = 0; n < n_cols; ++n)
+        for (int64_t k = 0; k < K; ++k) t[k * n_cols + n] = b[n * K + k];
+      b.swap(t);
     }
+    std::vector<float> d(m_rows * n_cols, 0.f);
+    for (int64_t m = 0; m < m_rows; ++m) {
+      float* drow = d.data() + m * n_cols;
+      for (int64_t k = 0; k < K; ++k) {
+        const float av = a[m * K + k];
+        const float* brow = b.data() + k * n_cols;
+        for (int64_t n = 0; n < n_cols; ++n) drow[n] += av * brow[n];
+      }
+    }
+    return d;
+  };
+  std::vector<float> d = product(1);
+  if (flags_.swiglu) {  // silu(g) = g / (1 + e^-g) of the fp32 accumulators
+    const std::vector<float> u = product(2);
+    for (size_t i = 0; i < d.size(); ++i) d[i] = d[i] / (1.f + std::exp(-d[i])) * u[i];
   }
   if (flags_.bias != Bias::none) {
     // Fused epilogue: the bias joins the fp32 accumulator before the one rounding (as cuBLAS addmm).
