@@ -150,9 +150,10 @@ def _gpu_ok():
     return gpu.available()[0]
 
 
-def run_gpu(program, args, options):
+def run_gpu(program, args, options, timeline=None):
     """Allocate every slot (inputs = args; a reshape alias on its base slot's memory, as the dispatcher does;
-    the rest in its own dtype, poisoned with NaN or a large integer), launch, return the outputs."""
+    the rest in its own dtype, poisoned with NaN or a large integer), launch, return the outputs.
+    timeline: as gpu.run_program_gpu's."""
     from megakittens import gpu
     slots = [None] * len(program.slots)
     for k, s in enumerate(program.input_slots):
@@ -167,7 +168,7 @@ def run_gpu(program, args, options):
         if base[s] >= 0:
             n = math.prod(meta.shape)
             slots[s] = slots[base[s]].reshape(-1)[offset[s]:offset[s] + n].view(list(meta.shape))
-    gpu.run_program_gpu(program, slots, options=options)
+    gpu.run_program_gpu(program, slots, options=options, timeline=timeline)
     torch.cuda.synchronize()
     return [slots[s] for s in program.output_slots]
 

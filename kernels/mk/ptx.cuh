@@ -44,6 +44,13 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
                : "memory");
 }
 
+// Load a word of CTA `rank`'s copy of shared variable `p`.
+__device__ __forceinline__ u32 ld_cluster(const void* p, u32 rank) {
+  u32 v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(mapa(p, rank)) : "memory");
+  return v;
+}
+
 // Store a word into CTA `rank`'s copy of shared variable `p`.
 __device__ __forceinline__ void st_cluster(u32* p, u32 rank, u32 v) {
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(mapa(p, rank)), "r"(v) : "memory");

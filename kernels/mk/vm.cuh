@@ -46,6 +46,10 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_CONSUMER_REGS
 #define MK_CONSUMER_REGS 216
 #endif
+// [Note: gemm multicast] (kernels/mk/itypes/gemm.cuh): 0 turns the B multicast of cluster pairs off.
+#ifndef MK_GEMM_MULTICAST
+#define MK_GEMM_MULTICAST 1
+#endif
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
 #endif
@@ -200,13 +204,15 @@ struct Ctx {
 // Off (timeline == 0) it costs one uniform branch per event.
 enum TimelineEvent {
   kEvPublish, kEvLoadBegin, kEvInputsReady, kEvLoadEnd, kEvComputeBegin, kEvComputeEnd,
-  kEvStoreBegin, kEvReuseReady, kEvHandBack, kEvStoreComplete, kEvStoreEnd, kEvSm, kTimelineWords = 16
+  kEvStoreBegin, kEvReuseReady, kEvHandBack, kEvStoreComplete, kEvStoreEnd, kEvSm,
+  kEvFlags,  // a value, not a time: IType-specific (Gemm: 1 = B multicast across the cluster pair)
+  kTimelineWords = 16
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
   const u64 t = c.g->c.timeline;
   if (t == 0 || c.lane != 0 || c.index < 0) return;
   reinterpret_cast<u64*>(t)[static_cast<long long>(c.index) * kTimelineWords + ev] =
-      ev == kEvSm ? value : ptx::globaltimer();
+      ev == kEvSm || ev == kEvFlags ? value : ptx::globaltimer();
 }
 
 // ---- watchdog ----
@@ -289,6 +295,18 @@ __device__ __forceinline__ bool wait_lane(Ctx& c, u64* bar, u32 parity, int site
   if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
   Watch w;
   while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
+    if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) return false;
+  return true;
+}
+
+// wait_lane with acquire at cluster scope: arrivals from the peer CTA (release.cluster) order before.
+__device__ __forceinline__ bool wait_lane_cluster(Ctx& c, u64* bar, u32 parity, int site, int id) {
+  const auto done = [&] {
+    return cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity);
+  };
+  if (done()) return true;
+  Watch w;
+  while (!done())
     if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) return false;
   return true;
 }

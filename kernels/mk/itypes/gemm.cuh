@@ -63,6 +63,23 @@
 //   epilogue computes silu(g) * u in fp32 and rounds once.
 // The tensor maps are unchanged: every operand is TMA'd in 64x64 boxes of its own backing.
 //
+// [Note: gemm multicast] The two ranks of a cluster tile (consecutive instructions, run by the two CTAs
+// of a cluster at the same iteration: src/schedule/phase1_place.cpp) compute rows m0 and m0 + 128 of the
+// same columns, so they read the same B panel. When both have rows and renamed the B stage pages (lids
+// 1, 2, 4, 5) to the same physical pages (the pages follow the instruction sequence, which both CTAs
+// share; a rank-dependent release order can make them differ, then each loads all of B itself), each
+// loader TMA-multicasts the B boxes of its parity (box j from rank j % 2) into both CTAs: per k-tile a
+// CTA reads 32 KB from L2 instead of 48 (the mainloop is L2-bandwidth bound, benchmarks/notes.md).
+// - full[s] expects A plus every B box (some land from the peer's TMA, possibly before expect_tx:
+//   the tx-count may dip below zero within a phase).
+// - empty[s] counts 16 arrivals under clusters: each consumer warp arrives on both CTAs' copy when
+//   multicasting, twice on its own otherwise; so a loader reuses stage s only once both CTAs consumed
+//   it, and the storer's drain (which waits on every last phase) keeps the instruction, hence its
+//   semaphores, alive until the peer's last remote arrival.
+// - ready[s] (one remote arrival from the peer's loader): the peer's page for stage s is free, before
+//   the first write of stage s into it (the page waits are per CTA).
+// MK_GEMM_MULTICAST=0 (MEGAKITTENS_DEFINES) turns it off.
+//
 // Edges: TMA zero-fills reads outside the backing tensor and clips stores at its edges. Boxes wholly
 // past m_rows / n_cols are not loaded (their accumulator rows/columns are never stored). A K that is
 // not a multiple of 64 reads zeros past K when the view ends at the backing's edge; when it does not
@@ -87,10 +104,11 @@ struct GemmT {
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
   // (the 4 warps of a warpgroup wrote their epilogue), issued (the loader issued every k-tile).
-  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11;
-  static constexpr int num_semaphores = 12;
+  // ready[4] (the peer's stage page is free, [Note: gemm multicast]).
+  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12;
+  static constexpr int num_semaphores = 16;
   static __device__ int semaphore_count(int i) {
-    return (i >= kEmpty && i < kFixed) ? kConsumerWarps : (i == kStaged || i == kStaged + 1) ? 4 : 1;
+    return (i >= kEmpty && i < kFixed) ? kConsumerWarps * kClusterSize : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
 
   struct Dims {
@@ -116,6 +134,42 @@ struct GemmT {
     if (lid == 3) return d.nk >= 3;
     const int s = lid < 3 ? lid - 1 : lid - 2;
     return s < d.nk || s == d.last;
+  }
+
+  // [Note: gemm multicast] Whether this instruction and the peer's (same iteration, same node) share the
+  // B stage pages and both compute rows; the same answer in both CTAs (symmetric inputs). Reads the
+  // peer's stage after an acquire (cluster scope) on the stage's publish barrier, which the peer's
+  // controller arrived on with release semantics.
+  static __device__ __forceinline__ bool multicast(const Ctx& c, const Dims& d) {
+    if constexpr (kClusterSize == 1 || !MK_GEMM_MULTICAST) {
+      return false;
+    } else {
+      if (d.m_rows <= 0 || d.nk == 0) return false;
+      const int s = c.iter & 1;
+      while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster,
+                                                  &c.sh->inst_arrived[s], static_cast<u32>((c.iter >> 1) & 1))) {
+      }
+      const u32 peer = ptx::cluster_ctarank() ^ 1u;
+      if (static_cast<i32>(ptx::ld_cluster(&c.st->inst[kWIndices + kMRows], peer)) <= 0) return false;
+      bool same = true;
+#pragma unroll
+      for (int s2 = 0; s2 < kStages; ++s2) {
+        const int lid = b_lid(s2);
+        same &= static_cast<i32>(ptx::ld_cluster(&c.st->pid[lid], peer)) == c.st->pid[lid];
+      }
+      return same;
+    }
+  }
+  // Consumer warp, lane 0: stage s consumed (both CTAs' copies when multicasting).
+  static __device__ __forceinline__ void release_stage(Ctx& c, int s, bool mc) {
+    if constexpr (kClusterSize == 1) {
+      arrive(c.sem(kEmpty + s));
+    } else if (mc) {
+      arrive(c.sem(kEmpty + s));
+      ptx::mbarrier_arrive_cluster(c.sem(kEmpty + s), ptx::cluster_ctarank() ^ 1u);
+    } else {
+      (void)cuda::ptx::mbarrier_arrive(c.sem(kEmpty + s), static_cast<u32>(kClusterSize));
+    }
   }
 
   static __device__ int lid_release_order(int q, const i32* inst) {
@@ -180,6 +234,9 @@ struct GemmT {
     if (!warp_ok(c, ok)) return;
     if (!wait_inputs(c)) return;
 
+    const bool mc = multicast(c, d);
+    mark(c, kEvFlags, mc ? 1 : 0);
+    const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
     const int na = d.m_rows > kBox ? 2 : 1;
     const int nb = (d.n_cols + kBox - 1) / kBox;  // boxes of B (and as many of B2 for SWIGLU)
     if (c.lane == 0) {
@@ -193,6 +250,12 @@ struct GemmT {
         if (kt < kStages) {
           if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s));
           if (ok) ok = page_wait_lane(c, b_lid(s));
+          if (ok && mc) {  // both CTAs' stage-s pages are free before either multicasts into them
+            ptx::mbarrier_arrive_cluster(c.sem(kReady + s), rank ^ 1u);
+            ok = wait_lane_cluster(c, c.sem(kReady + s), 0u, 3, 220 + s);
+          }
+        } else if (mc) {
+          ok = wait_lane_cluster(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
         } else {
           ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
         }
@@ -212,11 +275,20 @@ struct GemmT {
         for (int j = 0; j < nb; ++j) {
           const i32 coords[4] = {TB ? b[3] + kt * kBK : b[3] + j * kBox, TB ? b[2] + j * kBox : b[2] + kt * kBK,
                                  b[1], b[0]};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes, bmap,
-                                          coords, c.sem(kFull + s));
-          if constexpr (SWIGLU)
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + (2 + j) * kBoxBytes,
-                                            b2map, coords, c.sem(kFull + s));
+          if (!mc) {
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes,
+                                            bmap, coords, c.sem(kFull + s));
+            if constexpr (SWIGLU)
+              cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                              pb + (2 + j) * kBoxBytes, b2map, coords, c.sem(kFull + s));
+          } else if (static_cast<u32>(j & 1) == rank) {  // into both CTAs, same offsets, both full[s]
+            constexpr unsigned short kBoth = 0x3;
+            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes,
+                                            bmap, coords, c.sem(kFull + s), kBoth);
+            if constexpr (SWIGLU)
+              cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                              pb + (2 + j) * kBoxBytes, b2map, coords, c.sem(kFull + s), kBoth);
+          }
         }
       }
     }
@@ -305,6 +377,7 @@ struct GemmT {
     const int wg = c.warp >> 2;
     const bool active = wg * kBox < d.m_rows;  // warpgroup 1 stores nothing for m_rows <= 64
     const bool fix = needs_fix(c, d);
+    const bool mc = multicast(c, d);
     float acc[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
@@ -333,7 +406,7 @@ struct GemmT {
       }
       if (kt > 0) {
         __syncwarp();
-        if (c.lane == 0) arrive(c.sem(kEmpty + ((kt - 1) & 3)));
+        if (c.lane == 0) release_stage(c, (kt - 1) & 3, mc);
       }
     }
     {
@@ -343,7 +416,7 @@ struct GemmT {
     }
     if (d.nk > 0) {
       __syncwarp();
-      if (c.lane == 0) arrive(c.sem(kEmpty + d.last));
+      if (c.lane == 0) release_stage(c, d.last, mc);
     }
     if (!active) return;
     BiasRows bias{};
