@@ -41,6 +41,12 @@ struct RunRoleFn {
   template <class Op> __device__ __forceinline__ void operator()() { Role::template run<Op>(*c); }
 };
 
+// [Note: cluster page renaming] Under clusters of 2 both CTAs run instructions of the same node at the
+// same iteration; rank 1 takes rank 0's renaming instead of its own (rank 0 sends it with its claim), so
+// the two CTAs' lids map to the same physical pages and a Gemm can TMA-multicast into both at one offset
+// ([Note: gemm multicast]). Any bijection is correct: each instruction still waits for and releases every
+// page once; rank 1 only may wait longer for a page its previous instruction releases late.
+
 // Controller (warp 8): recycle the stage, fetch, rename pages, init semaphores, publish.
 template <class V>
 __device__ void controller(Ctx& c) {
@@ -58,33 +64,45 @@ __device__ void controller(Ctx& c) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
       if (c.lane < st.num_sems) ptx::mbarrier_inval(&st.sems[c.lane]);
     }
-    // Fetch: per-SM table row (iter, cta), or the next claim of the global queue.
+    // Rename pages: new lid q takes the page the previous instruction releases q-th (seed §10).
+    int pid = c.lane;
+    if (iter > 0 && c.lane < kNumPages) {
+      const Stage& prev = sh.stages[s ^ 1];
+      ReleaseOrderFn f{c.lane, prev.inst, c.lane};
+      V::visit(prev.inst[kWIcode], f);
+      pid = prev.pid[f.result];
+    }
+    // Fetch: per-SM table row (iter, cta), or the next claim of the global queue. Rank 0 of a cluster
+    // sends rank 1 its claim and its renaming ([Note: cluster page renaming]).
     int index = -1;
     long long row = -1;
+    u32 unit = 0;
+    if (rank == 0) {
+      if (g.global_queue && c.lane == 0) unit = atomicAdd(g.queue, 1u) - base;
+      if constexpr (kClusterSize > 1) {  // lane 0 writes everything, then releases it with its arrive
+        for (int q = 0; q < kNumPages; ++q) {
+          const int v = __shfl_sync(0xffffffffu, pid, q);
+          if (c.lane == 0) ptx::st_cluster(reinterpret_cast<u32*>(&sh.claim_pid[s][q]), 1, static_cast<u32>(v));
+        }
+        if (c.lane == 0) {
+          ptx::st_cluster(&sh.claim[s], 1, unit);
+          ptx::mbarrier_arrive_cluster(&sh.claim_arrived[s], 1);
+        }
+      }
+      unit = __shfl_sync(0xffffffffu, unit, 0);
+    } else {
+      if (!wait_cluster(c, &sh.claim_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 30 + s)) break;
+      unit = sh.claim[s];
+      if (c.lane < kNumPages) pid = sh.claim_pid[s][c.lane];
+    }
     if (!g.global_queue) {
       if (iter < g.waves) {
         row = static_cast<long long>(iter) * g.num_ctas + blockIdx.x;
         index = static_cast<int>(row);
       }
-    } else {
-      u32 unit = 0;
-      if (rank == 0) {
-        if (c.lane == 0) {
-          unit = atomicAdd(g.queue, 1u) - base;
-          if constexpr (kClusterSize > 1) {
-            ptx::st_cluster(&sh.claim[s], 1, unit);
-            ptx::mbarrier_arrive_cluster(&sh.claim_arrived[s], 1);
-          }
-        }
-        unit = __shfl_sync(0xffffffffu, unit, 0);
-      } else {
-        if (!wait_cluster(c, &sh.claim_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 30 + s)) break;
-        unit = sh.claim[s];
-      }
-      if (unit < units) {
-        index = static_cast<int>(unit * kClusterSize + rank);
-        row = index;
-      }
+    } else if (unit < units) {
+      index = static_cast<int>(unit * kClusterSize + rank);
+      row = index;
     }
     if (row >= 0) {
       const i32* src = g.instructions + row * 64;
@@ -103,17 +121,7 @@ __device__ void controller(Ctx& c) {
         if (c.lane == 0) raise_abort(c, 5, -1, icode, V::kNumIcodes, 0);
         break;
       }
-      // Rename pages: new lid q takes the page the previous instruction releases q-th (seed §10).
-      if (c.lane < kNumPages) {
-        int pid = c.lane;
-        if (iter > 0) {
-          const Stage& prev = sh.stages[s ^ 1];
-          ReleaseOrderFn f{c.lane, prev.inst, c.lane};
-          V::visit(prev.inst[kWIcode], f);
-          pid = prev.pid[f.result];
-        }
-        st.pid[c.lane] = pid;
-      }
+      if (c.lane < kNumPages) st.pid[c.lane] = pid;
       InitSemaphoresFn f{&st, c.lane, 0};
       V::visit(icode, f);
       nsem = f.n;

@@ -147,8 +147,9 @@ struct Shared {
   u64 inst_arrived[2];
   u64 inst_finished[2];
   u64 page_finished[kNumPages];
-  u64 claim_arrived[2];    // global queue, cluster 2: rank 0 forwards its claim
+  u64 claim_arrived[2];    // cluster 2: rank 0 forwards its claim (global queue) and its page renaming
   u32 claim[2];
+  i32 claim_pid[2][8];     // [Note: cluster page renaming]
   u32 map_fenced[2][kMapFenceWords];  // MK_MAPS_IN_GLOBAL: maps the loader (0) / storer (1) lane fenced
 };
 // 227 KB of shared memory per block on sm_90 (CUDA C++ Programming Guide, compute capability 9.0 table).

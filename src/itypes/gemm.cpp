@@ -241,7 +241,11 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   push_origin(d.indices, n.inputs[0].origin({t.b, t.d, m, 0}));
   push_origin(d.indices, n.inputs[1].origin({t.b, t.d, 0, n0}));
   push_origin(d.indices, {t.b, t.d, m, n0});
-  d.indices.push_back(static_cast<int32_t>(m_rows));
+  // Word 12: m_rows, and in bit 16 whether the cluster tile's other rank has rows too (the pair then
+  // shares its B panel: kernels/mk/itypes/gemm.cuh [Note: gemm multicast]).
+  const int64_t other_rows = g.G == 2 ? std::clamp<int64_t>(M - (m0 + (1 - t.rank) * g.cm), 0, g.cm) : 0;
+  const bool shares_b = g.G == 2 && m_rows > 0 && other_rows > 0 && g.K > 0;
+  d.indices.push_back(static_cast<int32_t>(m_rows | (shares_b ? int64_t{1} << 16 : 0)));
   d.indices.push_back(static_cast<int32_t>(n_cols));
   d.indices.push_back(static_cast<int32_t>(g.K));
 

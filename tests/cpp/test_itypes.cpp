@@ -886,7 +886,7 @@ TEST(GemmIType, SeedMlpOnB200) {
     const int rank = i % 2, m0 = i < 8 ? 0 : 512;
     EXPECT_EQ(d.indices[2], m0 + rank * 256) << i;  // A.r: the rank's own rows
     EXPECT_EQ(d.indices[10], m0 + rank * 256) << i;  // D.r
-    EXPECT_EQ(d.indices[12], 256);
+    EXPECT_EQ(d.indices[12], 256 | (1 << 16));  // m_rows; bit 16: the other rank has rows (multicast pair)
     EXPECT_EQ(d.indices[13], 256);
     EXPECT_EQ(d.indices[14], 1024);
     // Pair tiles: both ranks claim the whole 512-row cluster tile.
@@ -920,7 +920,7 @@ TEST(GemmIType, RaggedAndSupergroups) {
   EXPECT_EQ(cols, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 7, 6, 5, 4, 3, 2, 1, 0, 8, 9, 10, 11, 11, 10, 9, 8}));
   const InstrDesc edge = g.instruction(n, 41);  // row block 1, rank 1, column 11 (descending: 11 10 9 8)
   EXPECT_EQ(edge.indices[10], 768);
-  EXPECT_EQ(edge.indices[12], 232);  // 1000 - 768
+  EXPECT_EQ(edge.indices[12], 232 | (1 << 16));  // 1000 - 768; rank 0 has rows too: a multicast pair
   EXPECT_EQ(edge.indices[11], 2816);
   EXPECT_EQ(edge.indices[13], 184);  // 3000 - 2816
   EXPECT_EQ(edge.writes[0], (std::vector<Box>{Box{{0, 0, 512, 2816}, {1, 1, 1000, 3000}}}));
@@ -935,7 +935,7 @@ TEST(GemmIType, EmptyRankReadsOnlyB) {
   const NodeInfo n = gemm_node({600, 256}, {256, 256}, h200_wide(), 2);
   ASSERT_EQ(g.num_instructions(n), 6);
   const InstrDesc r0 = g.instruction(n, 4), r1 = g.instruction(n, 5);
-  EXPECT_EQ(r0.indices[12], 88);
+  EXPECT_EQ(r0.indices[12], 88);  // no pair bit: rank 1 has no rows to share B with
   EXPECT_EQ(r1.indices[12], 0);
   ASSERT_EQ(r1.reads.size(), 2u);
   EXPECT_TRUE(r1.reads[0].empty());
@@ -1062,7 +1062,8 @@ TEST(GemmIType, TransposedIndicesAndRegions) {
               (std::vector<int32_t>{0, 0, 0, m, 0, 0, n0, 0})) << i;
     EXPECT_EQ(d.indices[14], 64);
     EXPECT_EQ(d.indices[15], 2 * 512 + n0) << i;  // bias origin (0, 0, 2, n0) as an element offset
-    const int32_t rows = d.indices[12], cols = d.indices[13];
+    const int32_t rows = d.indices[12] & 0xffff, cols = d.indices[13];
+    EXPECT_EQ(d.indices[12] >> 16, m < 256 ? 1 : 0) << i;  // M = 296: only the first cluster tile is a pair
     if (rows == 0) {
       EXPECT_TRUE(d.reads[0].empty());
       EXPECT_TRUE(d.reads[2].empty());

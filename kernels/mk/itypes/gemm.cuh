@@ -78,6 +78,7 @@
 //   semaphores, alive until the peer's last remote arrival.
 // - ready[s] (one remote arrival from the peer's loader): the peer's page for stage s is free, before
 //   the first write of stage s into it (the page waits are per CTA).
+// Word 12 carries m_rows in its low 16 bits and, in bit 16, whether the other rank has rows too.
 // MK_GEMM_MULTICAST=0 (MEGAKITTENS_DEFINES) turns it off.
 //
 // Edges: TMA zero-fills reads outside the backing tensor and clips stores at its edges. Boxes wholly
@@ -99,7 +100,7 @@ struct GemmT {
   static_assert(!(SWIGLU && BIAS), "the swiglu Gemm has no bias");
   static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
   static constexpr int kEpiLid = 6;
-  // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows n_cols K
+  // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows(+pair) n_cols K
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
@@ -113,10 +114,12 @@ struct GemmT {
 
   struct Dims {
     int m_rows, n_cols, K, nk, last;  // nk k-tiles; last = stage of the last k-tile (0 when nk = 0)
+    bool pair;                        // both ranks of the cluster tile have rows (word 12, bit 16)
   };
   static __device__ __forceinline__ Dims dims(const i32* idx) {
     Dims d;
-    d.m_rows = idx[kMRows];
+    d.m_rows = idx[kMRows] & 0xffff;
+    d.pair = (idx[kMRows] >> 16) & 1;
     d.n_cols = idx[kNCols];
     d.K = idx[kK];
     d.nk = (d.K + kBK - 1) / kBK;
@@ -136,29 +139,10 @@ struct GemmT {
     return s < d.nk || s == d.last;
   }
 
-  // [Note: gemm multicast] Whether this instruction and the peer's (same iteration, same node) share the
-  // B stage pages and both compute rows; the same answer in both CTAs (symmetric inputs). Reads the
-  // peer's stage after an acquire (cluster scope) on the stage's publish barrier, which the peer's
-  // controller arrived on with release semantics.
-  static __device__ __forceinline__ bool multicast(const Ctx& c, const Dims& d) {
-    if constexpr (kClusterSize == 1 || !MK_GEMM_MULTICAST) {
-      return false;
-    } else {
-      if (d.m_rows <= 0 || d.nk == 0) return false;
-      const int s = c.iter & 1;
-      while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster,
-                                                  &c.sh->inst_arrived[s], static_cast<u32>((c.iter >> 1) & 1))) {
-      }
-      const u32 peer = ptx::cluster_ctarank() ^ 1u;
-      if (static_cast<i32>(ptx::ld_cluster(&c.st->inst[kWIndices + kMRows], peer)) <= 0) return false;
-      bool same = true;
-#pragma unroll
-      for (int s2 = 0; s2 < kStages; ++s2) {
-        const int lid = b_lid(s2);
-        same &= static_cast<i32>(ptx::ld_cluster(&c.st->pid[lid], peer)) == c.st->pid[lid];
-      }
-      return same;
-    }
+  // [Note: gemm multicast] Whether the pair multicasts B: both ranks have rows (the host's pair bit), and
+  // the CTAs' pages coincide ([Note: cluster page renaming]).
+  static __device__ __forceinline__ bool multicast(const Dims& d) {
+    return kClusterSize > 1 && MK_GEMM_MULTICAST && d.pair && d.m_rows > 0 && d.nk > 0;
   }
   // Consumer warp, lane 0: stage s consumed (both CTAs' copies when multicasting).
   static __device__ __forceinline__ void release_stage(Ctx& c, int s, bool mc) {
@@ -234,7 +218,7 @@ struct GemmT {
     if (!warp_ok(c, ok)) return;
     if (!wait_inputs(c)) return;
 
-    const bool mc = multicast(c, d);
+    const bool mc = multicast(d);
     mark(c, kEvFlags, mc ? 1 : 0);
     const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
     const int na = d.m_rows > kBox ? 2 : 1;
@@ -377,7 +361,7 @@ struct GemmT {
     const int wg = c.warp >> 2;
     const bool active = wg * kBox < d.m_rows;  // warpgroup 1 stores nothing for m_rows <= 64
     const bool fix = needs_fix(c, d);
-    const bool mc = multicast(c, d);
+    const bool mc = multicast(d);
     float acc[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;

@@ -21,7 +21,7 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
   const int32_t* a0 = in.indices;
   const int32_t* b0 = in.indices + 4;
   const int32_t* d0 = in.indices + 8;
-  const int64_t m_rows = in.indices[12], n_cols = in.indices[13], K = in.indices[14];
+  const int64_t m_rows = in.indices[12] & 0xffff, n_cols = in.indices[13], K = in.indices[14];  // bit 16: pair
   // A rank past M computes nothing: it only runs to keep its cluster in lockstep.
   if (m_rows <= 0 || n_cols <= 0) return;
   // a[m * K + k] and b[k * n_cols + n], whichever way the backing holds them.
