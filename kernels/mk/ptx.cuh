@@ -51,6 +51,13 @@ __device__ __forceinline__ u32 ld_cluster(const void* p, u32 rank) {
   return v;
 }
 
+// Arrive on CTA `rank`'s copy of mbarrier `bar` with the default semantics (release, CTA scope), as a
+// consumer releasing a multicast stage does: a cluster-scope release there waits for this thread's
+// in-flight wgmma, serialising consecutive k-tiles (measured: ~0.5 us per k-tile, benchmarks/notes.md).
+__device__ __forceinline__ void mbarrier_arrive_remote(u64* bar, u32 rank) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(mapa(bar, rank)) : "memory");
+}
+
 // Store a word into CTA `rank`'s copy of shared variable `p`.
 __device__ __forceinline__ void st_cluster(u32* p, u32 rank, u32 v) {
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(mapa(p, rank)), "r"(v) : "memory");

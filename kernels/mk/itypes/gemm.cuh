@@ -150,7 +150,7 @@ struct GemmT {
       arrive(c.sem(kEmpty + s));
     } else if (mc) {
       arrive(c.sem(kEmpty + s));
-      ptx::mbarrier_arrive_cluster(c.sem(kEmpty + s), ptx::cluster_ctarank() ^ 1u);
+      ptx::mbarrier_arrive_remote(c.sem(kEmpty + s), ptx::cluster_ctarank() ^ 1u);
     } else {
       (void)cuda::ptx::mbarrier_arrive(c.sem(kEmpty + s), static_cast<u32>(kClusterSize));
     }
@@ -238,8 +238,6 @@ struct GemmT {
             ptx::mbarrier_arrive_cluster(c.sem(kReady + s), rank ^ 1u);
             ok = wait_lane_cluster(c, c.sem(kReady + s), 0u, 3, 220 + s);
           }
-        } else if (mc) {
-          ok = wait_lane_cluster(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
         } else {
           ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
         }
