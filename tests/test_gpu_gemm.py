@@ -450,12 +450,16 @@ KEV_FLAGS = 12  # kernels/mk/vm.cuh kEvFlags: Gemm writes 1 when its B boxes wer
     ("mm_m100_k320", 2, "none"),     # rank 1 of every tile is past M: nothing to share
     ("mm_2048", 1, "none"),          # no cluster
 ])
-def test_gemm_multicast_engages(case, cluster, want, global_queue):
-    """The timeline's flag word says which Gemm instructions multicast B; the outputs stay right either way."""
+def test_gemm_multicast_engages(case, cluster, want, global_queue, monkeypatch):
+    """With MK_GEMM_MULTICAST=1 (off by default), the timeline's flag word says which Gemm instructions
+    multicast B; the outputs stay right either way."""
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_MULTICAST=1")  # part of the source: its own kernel
     fn, shapes = CASES[case]
-    program = _program(case, cluster, 256)
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), gemm_n=256,
+                          name=f"gemm_multicast_{case}_{cluster}")
     gemm = {i for i, n in enumerate(program.icodes) if n.startswith("Gemm")}
     table = program.table_global()
     rows = [i for i, r in enumerate(table) if int(r[0]) in gemm and int(r[7 + 12]) > 0]

@@ -8,11 +8,6 @@ namespace mk {
 
 namespace {
 
-bool is_reshape(const FxNode* n) {
-  return FxMatch::call(n, "aten._unsafe_view.default") || FxMatch::call(n, "aten.view.default") ||
-         FxMatch::call(n, "aten.reshape.default");
-}
-
 // Inserts `node` at index pos; every reference to a node at pos or later moves up by one.
 void insert_node(FxGraph& g, int pos, FxNode node) {
   const std::function<void(FxArg&)> shift = [&](FxArg& a) {
@@ -59,29 +54,15 @@ struct Matcher : FxMatch {
     view.name = g.nodes[r].name + "_" + g.nodes[m].name + "_residual";
     view.op = "call_function";
     view.target = "aten.view.default";
-    FxArg shape;
-    shape.kind = FxArg::Kind::List;
-    for (int64_t x : {M, N}) {
-      FxArg d;
-      d.kind = FxArg::Kind::Int;
-      d.i = x;
-      shape.items.push_back(d);
-    }
-    FxArg src;
-    src.kind = FxArg::Kind::Node;
-    src.i = r;
-    view.args = {src, shape};
+    view.args = {node_arg(r), int_list({M, N})};
     FxTensor t = *meta(&g.nodes[m]);
     t.stride = {N, 1};
     view.outputs = {t};
     insert_node(g, m, std::move(view));  // m, v and a move up by one
     ++m, ++v, ++a;
-    FxArg vref;
-    vref.kind = FxArg::Kind::Node;
-    vref.i = m - 1;
     FxNode& mm = g.nodes[m];
     mm.target = "aten.addmm.default";
-    mm.args = {vref, mm.args[0], mm.args[1]};
+    mm.args = {node_arg(m - 1), mm.args[0], mm.args[1]};
     FxNode& add = g.nodes[a];
     const FxNode& old_view = g.nodes[v];
     add.target = old_view.target;

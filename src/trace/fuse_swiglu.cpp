@@ -8,23 +8,11 @@ namespace mk {
 
 namespace {
 
-bool is_reshape(const FxNode* n) {
-  return FxMatch::call(n, "aten._unsafe_view.default") || FxMatch::call(n, "aten.view.default") ||
-         FxMatch::call(n, "aten.reshape.default");
-}
-
 bool same_arg(const FxArg& a, const FxArg& b) {
   if (a.kind != b.kind || a.i != b.i || a.f != b.f || a.s != b.s || a.items.size() != b.items.size()) return false;
   for (size_t k = 0; k < a.items.size(); ++k)
     if (!same_arg(a.items[k], b.items[k])) return false;
   return true;
-}
-
-FxArg node_ref(int64_t k) {
-  FxArg a;
-  a.kind = FxArg::Kind::Node;
-  a.i = k;
-  return a;
 }
 
 struct Matcher : FxMatch {
@@ -92,16 +80,8 @@ struct Matcher : FxMatch {
     m.target = "megakittens.gemm_swiglu.default";
     m.args = {x, bg, bu};
     FxNode& out = g.nodes[y];
-    FxArg shape;
-    shape.kind = FxArg::Kind::List;
-    for (int64_t d : out.outputs[0]->shape) {
-      FxArg e;
-      e.kind = FxArg::Kind::Int;
-      e.i = d;
-      shape.items.push_back(e);
-    }
     out.target = "aten.view.default";
-    out.args = {node_ref(at), shape};
+    out.args = {node_arg(at), int_list(out.outputs[0]->shape)};
   }
 };
 

@@ -27,6 +27,25 @@ std::string FxMatch::cast_dtype(const FxNode* n) {
   return dtype;
 }
 
+FxArg FxMatch::node_arg(int64_t k) {
+  FxArg a;
+  a.kind = FxArg::Kind::Node;
+  a.i = k;
+  return a;
+}
+
+FxArg FxMatch::int_list(const std::vector<int64_t>& v) {
+  FxArg l;
+  l.kind = FxArg::Kind::List;
+  for (int64_t x : v) {
+    FxArg e;
+    e.kind = FxArg::Kind::Int;
+    e.i = x;
+    l.items.push_back(e);
+  }
+  return l;
+}
+
 int FxMatch::sole_user(int k) const {
   if (uses[k] != 1) return -1;
   for (size_t u = k + 1; u < g.nodes.size(); ++u) {

@@ -1,6 +1,7 @@
 // Helpers of the FX-level pattern matchers (fuse_rms_norm, fuse_rope): use counts, single users, casts.
 // A matcher reads the graph's nodes by index; after a rewrite it calls recount().
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,13 @@ struct FxMatch {
   }
   // aten._to_copy(src, dtype=D) with no other conversion: the dtype name ("float32"), else "".
   static std::string cast_dtype(const FxNode* n);
+  // aten.view / _unsafe_view / reshape.
+  static bool is_reshape(const FxNode* n) {
+    return call(n, "aten._unsafe_view.default") || call(n, "aten.view.default") || call(n, "aten.reshape.default");
+  }
+  // Arguments for rewritten nodes: a reference to node k; a list of ints (a shape).
+  static FxArg node_arg(int64_t k);
+  static FxArg int_list(const std::vector<int64_t>& v);
   // The single user of node k (a node index), or -1.
   int sole_user(int k) const;
   static bool refers(const FxArg& a, int k);

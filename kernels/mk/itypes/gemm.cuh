@@ -79,7 +79,7 @@
 // - ready[s] (one remote arrival from the peer's loader): the peer's page for stage s is free, before
 //   the first write of stage s into it (the page waits are per CTA).
 // Word 12 carries m_rows in its low 16 bits and, in bit 16, whether the other rank has rows too.
-// MK_GEMM_MULTICAST=0 (MEGAKITTENS_DEFINES) turns it off.
+// Off unless MK_GEMM_MULTICAST=1 (MEGAKITTENS_DEFINES; kernels/mk/vm.cuh says why).
 //
 // Edges: TMA zero-fills reads outside the backing tensor and clips stores at its edges. Boxes wholly
 // past m_rows / n_cols are not loaded (their accumulator rows/columns are never stored). A K that is
