@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from llama import _example_model, _model  # noqa: E402
-from timeline import COMP_END, INPUTS, LOAD_BEGIN, PUBLISH, STORE_END  # noqa: E402
+from timeline import COMP_BEGIN, COMP_END, INPUTS, LOAD_BEGIN, PUBLISH, STORE_END  # noqa: E402
 
 import megakittens  # noqa: E402
 from megakittens import gpu  # noqa: E402
@@ -42,6 +42,9 @@ def report(name, program, slots, options):
     n = program.num_instructions
     for _ in range(3):  # warm: JIT, L2, clocks
         gpu.run_program_gpu(program, slots, options=options)
+    from common import bench
+    print(f"{name}: kernel {bench(lambda: gpu.run_program_gpu(program, slots, options=options), iters=20):.3f} ms "
+          "(median of 20 launches, timeline off)", flush=True)
     t = torch.zeros(n, 16, dtype=torch.int64, device="cuda")
     gpu.run_program_gpu(program, slots, options=options, timeline=t)
     torch.cuda.synchronize()
@@ -52,11 +55,18 @@ def report(name, program, slots, options):
                     "nodes": [(x.name, x.itype) for x in program.nodes]},
                    os.path.join(os.environ["MK_TIMELINE_DUMP"], name.replace(":", "_") + ".pt"))
     real = (t[:, STORE_END] > 0).nonzero().flatten().tolist()
+    table = program.table_global()
+    node_ix = list(program.instruction_node)  # -1: Noop padding
+    gemm_rows = [i for i in real if node_ix[i] >= 0 and program.nodes[node_ix[i]].itype.startswith("Gemm")
+                 and int(table[i][7 + 12]) & 0xffff > 0]
+    if gemm_rows:  # kernels/mk/vm.cuh kEvFlags (word 12): 1 = B multicast ([Note: gemm multicast])
+        print(f"Gemm instructions with B multicast: {int((t[gemm_rows, 12] == 1).sum())} of {len(gemm_rows)}")
     t0 = int(t[real, PUBLISH].min())
     span_us = (int(t[real, STORE_END].max()) - t0) / 1e3
     sms = program.num_sms
     node_of = list(program.instruction_node)
     per_node = collections.defaultdict(lambda: [0, 1 << 62, 0, 0.0, 0.0])  # count, first, last, busy, wait
+    comp = collections.defaultdict(list)  # per node: consumer compute of each instruction, us (incl. data waits)
     for i in real:
         nd = node_of[i]
         r = per_node[nd]
@@ -66,6 +76,8 @@ def report(name, program, slots, options):
         r[2] = max(r[2], end)
         r[3] += (end - int(t[i, LOAD_BEGIN])) / 1e3
         r[4] += max(0, int(t[i, INPUTS]) - int(t[i, LOAD_BEGIN])) / 1e3
+        if t[i, COMP_BEGIN] > 0:
+            comp[nd].append((int(t[i, COMP_END]) - int(t[i, COMP_BEGIN])) / 1e3)
     per_itype = collections.defaultdict(lambda: [0, 0, 0.0, 0.0, 0.0])  # nodes, instrs, span, busy, wait
     rows = []
     for nd, (cnt, first, last, busy, wait) in per_node.items():
@@ -87,12 +99,14 @@ def report(name, program, slots, options):
     # One stretch of the launch in time order (a middle layer): start and end of each node, microseconds
     # from the launch's first publish, so serialisation and gaps between nodes show.
     lo, hi = float(os.environ.get("MK_GANTT_FROM", 0.4)), float(os.environ.get("MK_GANTT_TO", 0.55))
-    print(f"nodes starting in [{lo:.0%}, {hi:.0%}) of the launch (start, end us; instructions; SM-busy us):")
+    print(f"nodes starting in [{lo:.0%}, {hi:.0%}) of the launch (start, end us; instructions; SM-busy us; "
+          "median and max consumer compute per instruction us, including its waits for data):")
     for nd, (cnt, first, last, busy, wait) in sorted(per_node.items(), key=lambda kv: kv[1][1]):
         a, b = (first - t0) / 1e3, (last - t0) / 1e3
         if nd >= 0 and lo * span_us <= a < hi * span_us:
+            c = sorted(comp[nd]) or [0.0]
             print(f"  {a:8.1f} {b:8.1f}  {program.nodes[nd].name:36s} {program.nodes[nd].itype[:60]:60s} {cnt:5d} "
-                  f"{busy / sms:7.1f}")
+                  f"{busy / sms:7.1f} {c[len(c) // 2]:7.1f} {c[-1]:7.1f}")
 
 
 def main(argv):
