@@ -1,7 +1,10 @@
-"""The AOTAutograd compilers (seed §01): FX graph -> _C.trace -> _C.schedule -> Dispatcher.
+"""The Dynamo backend (seed §01): aten FX graph -> _C.trace -> _C.schedule -> Dispatcher.
 
-``make_aot_backend(options, name)`` is what ``megakittens.compile`` hands to Dynamo;
-``megakittens_backend`` is the same with default options, for ``torch.compile(backend="megakittens")``.
+``make_backend(options, name)`` is what ``megakittens.compile`` hands to Dynamo; ``megakittens_backend`` is
+the same with default options, for ``torch.compile(backend="megakittens")``. An inference graph (grad mode
+off, or no input requiring grad) is lowered to aten by one functionalized ``make_fx`` trace
+(``capture_inference``); otherwise, and for graphs that mutate or return their inputs, AOTAutograd lowers
+it (``make_aot_backend``), whose forward and backward compilers are the same ``compile_graph``.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from typing import Any, Callable, Optional
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import _C, artifacts, fallback, fold, fx_export
 from megakittens.dispatcher import Dispatcher
@@ -22,6 +27,8 @@ from megakittens.options import Options
 # one); bounded so that a long-running process does not keep every compiled program alive.
 dispatchers: "collections.deque[Dispatcher]" = collections.deque(maxlen=32)
 compiled_count = 0  # Dispatchers built so far in this process
+# How Dynamo graphs were lowered to aten so far: "inference" (capture_inference) or "aot" (AOTAutograd).
+captures: "collections.Counter[str]" = collections.Counter()
 # fallback="eager": how the most recent graphs were split (fallback.Partitioning), oldest first.
 partitionings: "collections.deque[fallback.Partitioning]" = collections.deque(maxlen=32)
 
@@ -169,6 +176,61 @@ def make_aot_backend(options: Options, name: str) -> Any:
     return aot
 
 
+def capture_inference(gm: torch.fx.GraphModule, example_inputs: list) -> Optional[torch.fx.GraphModule]:
+    """Dynamo's graph as a functional aten graph: one ``make_fx`` trace of ``torch.func.functionalize(gm)``
+    on fake copies of the inputs, where AOTAutograd traces twice (once for metadata, once for the graph:
+    a 16-layer Llama's capture takes ~3x longer through it). None when the result still has an in-place op
+    (an input mutation: functionalize leaves a ``copy_`` into the input; or a decomposition's in-place op
+    that functionalize did not see), returns a tensor sharing an input's storage, or cannot be
+    functionalized this way (a custom op mutating an input): AOTAutograd handles those."""
+    mode = torch._guards.detect_fake_mode(example_inputs) or FakeTensorMode()
+    try:
+        with mode:
+            fake = [x if isinstance(x, FakeTensor) or not isinstance(x, torch.Tensor) else mode.from_tensor(x)
+                    for x in example_inputs]
+            g = make_fx(torch.func.functionalize(gm, remove="mutations"), tracing_mode="real")(*fake)
+    except RuntimeError:  # e.g. a custom op that mutates an input (torch.func.functionalize refuses those)
+        return None
+    placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
+    inputs = {_storage(n.meta.get("val")) for n in placeholders} - {None}
+    for n in g.graph.nodes:
+        # An in-place op left by a decomposition below the functionalization layer (F.rms_norm's add_),
+        # or a copy_ into an input (an input mutation).
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable:
+            return None
+        if n.op == "output":
+            outs = torch.utils._pytree.tree_leaves(n.args[0])
+            if any(isinstance(o, torch.fx.Node) and _storage(o.meta.get("val")) in inputs for o in outs):
+                return None
+    return g
+
+
+def _storage(v: Any) -> Optional[int]:
+    """An identity of a (fake) tensor's storage, None for a non-tensor."""
+    if not isinstance(v, torch.Tensor):
+        return None
+    return id(v.untyped_storage()) if not isinstance(v, FakeTensor) else v.untyped_storage()._cdata
+
+
+def make_backend(options: Options, name: str) -> Any:
+    """The Dynamo backend: ``capture_inference`` + ``compile_graph`` for inference graphs, else
+    ``make_aot_backend``'s AOTAutograd."""
+    aot = make_aot_backend(options, name)
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        training = torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+        g = None if training else capture_inference(gm, example_inputs)
+        captures["aot" if g is None else "inference"] += 1
+        if g is None:
+            return aot(gm, example_inputs)
+        compiled = compile_graph(g, example_inputs, options, name)  # boxed: takes the argument list
+        return lambda *args: compiled(list(args))
+
+    backend.__name__ = "megakittens"  # Dynamo names the backend by it in BackendCompilerFailed ("compiler_fn")
+    return backend
+
+
 def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list, *, mode: Optional[str] = None,
                         options: Optional[dict] = None) -> Any:
     """``torch.compile(model, backend="megakittens", options={...})``: the graph named after the Dynamo graph.
@@ -184,4 +246,4 @@ def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list, *, mode:
     if unknown:
         raise ValueError(f"megakittens: unknown option(s) {unknown}; valid: {sorted(fields)}")
     name = getattr(gm, "_megakittens_name", None) or "graph"
-    return make_aot_backend(Options(**(options or {})), name)(gm, example_inputs)
+    return make_backend(Options(**(options or {})), name)(gm, example_inputs)

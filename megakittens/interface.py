@@ -1,4 +1,4 @@
-"""``megakittens.compile``: capture a function or module with Dynamo + AOTAutograd (seed §01)."""
+"""``megakittens.compile``: capture a function or module with Dynamo, lower it to aten (seed §01)."""
 from __future__ import annotations
 
 import functools
@@ -22,7 +22,7 @@ def _qualname(fn: Any) -> str:
 def _backend(options: Options, name: str) -> Any:
     # One backend object per (options, name): Dynamo keys its cache on the backend, so compiling the
     # same function again with the same options reuses the compiled graph instead of recompiling.
-    return backend.make_aot_backend(options, name)
+    return backend.make_backend(options, name)
 
 
 def _capture(fn: Callable, options: Options) -> Callable:

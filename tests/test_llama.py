@@ -95,11 +95,14 @@ def test_hf_llama_for_causal_lm_matches_eager():
         out = model(input_ids=ids, use_cache=False, output_hidden_states=True)
         return out.hidden_states[-1], out.logits
 
+    before = mk_backend.captures["inference"]
     with torch.no_grad():
         # Eager first: transformers installs its output-capturing hooks (output_hidden_states) on the
         # first call, under a lock Dynamo cannot trace; later calls skip that.
         h_ref, logits_ref = fwd(ids)
         h, logits = megakittens.compile(fwd)(ids)  # fullgraph: a graph break would raise
+    # Lowered by one make_fx trace, not AOTAutograd (megakittens/backend.py capture_inference).
+    assert mk_backend.captures["inference"] == before + 1
     _check(h, logits, h_ref, logits_ref)
     it = _itypes()
     # The causal mask HF builds from arange folds to a constant, recognised as is_causal (the params may
