@@ -201,10 +201,11 @@ def _(x, cos, sin):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-def _gemm_shape(a: Tensor, b: Tensor) -> list[int]:
+def _gemm_shape(a: Tensor, b: Tensor, op: str = "gemm") -> list[int]:
     if a.dim() < 2 or a.dim() != b.dim() or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"megakittens.gemm: A {list(a.shape)} and B {list(b.shape)} do not form "
-                         "(..., M, K) @ (..., K, N) with equal leading dims")
+        raise ValueError(f"megakittens.{op}: A {list(a.shape)} and B {list(b.shape)} do not form "
+                         "(..., M, K) @ (..., K, N) with equal leading dims (no broadcasting: a 3-D A needs a "
+                         "3-D B)")
     return [*a.shape[:-1], b.shape[-1]]
 
 
@@ -232,16 +233,21 @@ def gemm_swiglu(a: Tensor, b: Tensor, b2: Tensor) -> Tensor:
     Raises ValueError for mismatched shapes. The compiler also forms it from ``silu(x @ Wg) * (x @ Wu)``
     (src/trace/fuse_swiglu.h).
     """
-    shape = _gemm_shape(a, b)
-    if b2.shape != b.shape:
-        raise ValueError(f"megakittens.gemm_swiglu: B2 {list(b2.shape)} must have B's shape {list(b.shape)}")
+    shape = _swiglu_shape(a, b, b2)
     g = torch.matmul(a.float(), b.float())
     return (torch.nn.functional.silu(g) * torch.matmul(a.float(), b2.float())).to(a.dtype).reshape(shape)
 
 
+def _swiglu_shape(a: Tensor, b: Tensor, b2: Tensor) -> list[int]:
+    shape = _gemm_shape(a, b, "gemm_swiglu")
+    if b2.shape != b.shape:
+        raise ValueError(f"megakittens.gemm_swiglu: B2 {list(b2.shape)} must have B's shape {list(b.shape)}")
+    return shape
+
+
 @gemm_swiglu.register_fake
 def _(a, b, b2):
-    return a.new_empty(_gemm_shape(a, b))
+    return a.new_empty(_swiglu_shape(a, b, b2))
 
 
 def _attention_check(q: Tensor, k: Tensor, v: Tensor) -> None:

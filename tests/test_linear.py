@@ -243,6 +243,10 @@ def test_swiglu_op_and_its_constraints():
         megakittens.compile(lambda x, bg, wu: op(x, bg, wu.t()))(x, bg, wu)
     with pytest.raises(ValueError, match="B2 .* must have B's shape"):
         op(x, bg, randn(K, N + 8))
+    with pytest.raises(Exception, match=r"megakittens.gemm_swiglu: B2 \[128, 328\] must have B's shape"):
+        megakittens.compile(op)(x, bg, randn(K, N + 8))
+    with pytest.raises(ValueError, match="megakittens.gemm_swiglu: A .*no broadcasting"):
+        op(randn(2, M, K), bg, bu)
 
 
 GRAPHS["swiglu"] = (swiglu_linear, lambda: (randn(M, K), randn(N, K, scale=K ** -0.5), randn(N, K, scale=K ** -0.5)))

@@ -156,6 +156,9 @@ void Gemm::validate(const NodeInfo& n) const {
     // B2 is loaded with B's tile coordinates on its own backing: same dtype, backing shape and view.
     const Operand& b2 = n.inputs[2];
     require_dtype(n, "input B2", b2.dtype(), DType::bf16);
+    if (b2.shape() != b.shape())
+      fail("node '", n.name, "' (", n.target, "): input B2 ", shape_str(b2.shape()), " must have input B's shape ",
+           shape_str(b.shape()), " for the 'swiglu' flag");
     const TensorRange &r = b.range, &r2 = b2.range;
     if (b2.backing.padded() != b.backing.padded() || !(r2 == r))
       fail("node '", n.name, "' (", n.target, "): input B2 view ", r2.str(), " of ", b2.backing.str(),
