@@ -127,10 +127,14 @@ def _compile_partitioned(gm: torch.fx.GraphModule, options: Options, name: str, 
     return run
 
 
-def support_report(graph: Any, name: str, options: Options) -> str:
-    """dry_run's report: each op without an instruction type, how often, and why (else the first error
-    of tracing or scheduling, e.g. a dtype or shape constraint, or that the whole graph is supported)."""
+def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.fx.GraphModule] = None) -> str:
+    """dry_run's report: every op that cannot be compiled, grouped by op and reason, with how often - an op
+    without an instruction type or one whose own constraints fail (dtype, TMA alignment: each op is traced
+    and scheduled alone, as fallback="eager" does, when ``gm`` is given) - else the error of the whole
+    graph's trace or schedule, or that the whole graph is supported."""
     issues = list(_C.support_report(graph))
+    if gm is not None and not graph.is_backward:
+        issues = [(n.name, fx_export.target_name(n), why) for n, why in fallback._supported_nodes(gm, graph, options)[1].items()]
     if not issues:
         try:
             _C.schedule(_C.trace(graph), _C.Profile.by_name(*options.profile_args()), cluster_size=options.cluster_size)
@@ -138,19 +142,14 @@ def support_report(graph: Any, name: str, options: Options) -> str:
             issues.append(("", "", str(e)))
     if not issues:
         return f"[megakittens] support report for '{name}': every op has an instruction type"
-    by_target: dict = {}
-    for node, target, reason in issues:
-        by_target.setdefault(target or "(graph)", []).append((node, reason))
     lines = [f"[megakittens] support report for '{name}': {len(issues)} node(s) cannot be compiled"]
-    for target, hits in by_target.items():
-        nodes = ", ".join(n for n, _ in hits if n)
-        lines.append(f"  {target} x{len(hits)}" + (f" ({nodes})" if nodes else "") + f": {hits[0][1]}")
+    lines += fallback.grouped_lines("  ", [(target or "(graph)", node, reason) for node, target, reason in issues])
     return "\n".join(lines)
 
 
 def _dry_run(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str) -> Callable:
     """Trace only: print the support report (and save_dag when the graph traces), then run eagerly."""
-    print(support_report(graph, name, options), flush=True)
+    print(support_report(graph, name, options, gm), flush=True)
     if options.save_dag:
         try:
             dag = _C.trace(graph)

@@ -49,12 +49,23 @@ class Partitioning:
             lines.append(f"  megakernel {program}: {len(ops)} op(s) ({', '.join(ops)})")
         for program, ops, reason in self.failed:
             lines.append(f"  eager, did not compile as a megakernel: {program} ({', '.join(ops)}): {reason}")
-        by_target: dict = {}
-        for node, target, reason in self.eager:
-            by_target.setdefault(target, []).append((node, reason))
-        for target, hits in by_target.items():
-            lines.append(f"  eager {target} x{len(hits)} ({', '.join(n for n, _ in hits)}): {hits[0][1]}")
+        lines += grouped_lines("  eager ", [(target, node, reason) for node, target, reason in self.eager])
         return "\n".join(lines)
+
+
+def grouped_lines(prefix: str, hits: list) -> list:
+    """One line per (target, reason) of ``hits`` (target, node name, reason), in first-seen order:
+    ``{prefix}{target} x{count} ({nodes}): {reason}``. A reason names its first node; the others of the
+    group failed the same way (their messages differ only in the node name)."""
+    groups: dict = {}
+    for target, node, reason in hits:
+        key = (target, reason.replace(f"'{node}'", "'?'", 1) if node else reason)
+        groups.setdefault(key, []).append((node, reason))
+    lines = []
+    for (target, _), members in groups.items():
+        nodes = ", ".join(n for n, _ in members if n)
+        lines.append(f"{prefix}{target} x{len(members)}" + (f" ({nodes})" if nodes else "") + f": {members[0][1]}")
+    return lines
 
 
 class _Megakernel(torch.nn.Module):

@@ -107,6 +107,22 @@ def test_dry_run_prints_a_support_report(capsys):
     assert "must be bfloat16" in capsys.readouterr().out  # the trace error, once every op resolves
 
 
+def test_dry_run_reports_every_op_and_reason(capsys):
+    """One dry run lists every op that cannot compile, grouped by op and reason: an op without an
+    instruction type and two matmuls that fail different constraints (TMA row alignment, dtype)."""
+    def f(x, w1, w2):
+        h = torch.cumsum(x @ w1, 0)  # K = 100: rows of 200 bytes, not a multiple of 16
+        return h.float() @ w2        # fp32 operands
+
+    x, w1, w2 = randn(64, 100), randn(100, 64), torch.randn(64, 32)
+    torch.testing.assert_close(megakittens.compile(f, dry_run=True)(x, w1, w2), f(x, w1, w2))
+    out = capsys.readouterr().out
+    assert "3 node(s) cannot be compiled" in out, out
+    assert "aten.cumsum.default x1 (cumsum)" in out and "no instruction type" in out, out
+    lines = [ln for ln in out.splitlines() if "aten.mm.default x1" in ln]
+    assert len(lines) == 2 and any("multiple of 16 bytes" in ln for ln in lines) and any("bfloat16" in ln for ln in lines), out
+
+
 def test_verbose_prints_timings(capsys):
     f = megakittens.compile(relu_add, verbose=True)
     f(*_ab())
