@@ -189,6 +189,11 @@ def test_gemm_tile_width_follows_the_sm_count():
     assert _tile_widths(program_for(lambda a, b: a @ b, [(2048, 512), (512, 4096)])) == {256}
     assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], num_sms=1)) == {256}
     assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], gemm_n=256)) == {256}
+    # Gemms reading one A share the waves (q, k, v of a 1B layer: 96 wide tiles, one wave, vs 192 narrow).
+    qkv = program_for(lambda x, wq, wk, wv: (x @ wq, x @ wk, x @ wv), [(1024, 2048), (2048, 2048), (2048, 512), (2048, 512)],
+                      cluster_size=2)
+    assert _tile_widths(qkv) == {256}
+    assert _tile_widths(program_for(lambda x, wq: x @ wq, [(1024, 2048), (2048, 2048)], cluster_size=2)) == {128}
 
 
 # SwiGLU (src/trace/fuse_swiglu.h): silu(x @ Wg^T) * (x @ Wu^T) is one Gemm(tb,swiglu).

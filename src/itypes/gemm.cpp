@@ -198,11 +198,17 @@ constexpr double kGemmNarrowCost = 0.77;
 // The tile width for N columns when `row_ctas` CTAs share each column of tiles (batch x M tiles x
 // cluster): Profile::gemm_n_narrow when its waves over num_sms SMs, at kGemmNarrowCost each, take
 // less time than the waves of gemm_n-wide tiles (a 1024 x 2048 output is 64 wide tiles, half of an
-// H200 idle, or 128 narrow ones).
-int64_t gemm_tile_n(const Profile& p, int64_t row_ctas, int64_t N) {
+// H200 idle, or 128 narrow ones). `group_n`: the N of every Gemm reading the same A (NodeInfo::
+// gemm_group_n; empty: this one alone), whose tiles share the waves: a 1B layer's q, k and v (N 2048,
+// 512, 512 at M 1024) are 192 narrow tiles, two waves, or 96 wide ones, one wave.
+int64_t gemm_tile_n(const Profile& p, int64_t row_ctas, int64_t N, const std::vector<int64_t>& group_n) {
   const int64_t wide = p.gemm_n, narrow = p.gemm_n_narrow;
   if (narrow <= 0 || narrow >= wide || p.num_sms < 1) return wide;
-  const auto waves = [&](int64_t tn) { return ceil_div(row_ctas * ceil_div(N, tn), int64_t{p.num_sms}); };
+  const auto waves = [&](int64_t tn) {
+    int64_t tiles = 0;
+    for (int64_t n : group_n.empty() ? std::vector<int64_t>{N} : group_n) tiles += row_ctas * ceil_div(n, tn);
+    return ceil_div(tiles, int64_t{p.num_sms});
+  };
   return static_cast<double>(waves(narrow)) * kGemmNarrowCost < static_cast<double>(waves(wide)) ? narrow : wide;
 }
 
@@ -219,7 +225,7 @@ GemmDims gemm_dims(const NodeInfo& n, bool swiglu) {
   g.MT = ceil_div(g.ds[2], g.G * g.cm);
   // swiglu: a tile's B panel is gemm_n wide, half B's columns and half B2's (the same output columns).
   g.tn = swiglu ? std::max<int64_t>(1, n.profile.gemm_n / 2)
-                : gemm_tile_n(n.profile, g.ds[0] * g.ds[1] * g.MT * g.G, g.ds[3]);
+                : gemm_tile_n(n.profile, g.ds[0] * g.ds[1] * g.MT * g.G, g.ds[3], n.gemm_group_n);
   g.NT = ceil_div(g.ds[3], g.tn);
   return g;
 }

@@ -37,6 +37,10 @@ struct NodeInfo {
   std::vector<TensorMeta> outputs;
   Profile profile;
   int cluster_size = 1;
+  // Gemm: the N of every Gemm node reading the same A view as this one (this one included) when there
+  // are several, e.g. a layer's q, k and v projections: their tiles run side by side, so the tile width
+  // is chosen for the group (src/itypes/gemm.cpp gemm_tile_n). Empty otherwise.
+  std::vector<int64_t> gemm_group_n;
 };
 
 // One instruction as its IType describes it, before the scheduler assigns slots and barriers.

@@ -2,13 +2,40 @@
 // descriptions, and give it a contiguous range of the list rounded up to the cluster size, so that
 // the instructions of a cluster (2k, 2k+1) always belong to the same node.
 #include "ir/error.h"
+#include "itypes/gemm.h"
 #include "schedule/phases.h"
 
 namespace mk {
 
+namespace {
+
+// NodeInfo::gemm_group_n of every node: the Gemms (not swiglu: its tiles have one width) that read the
+// same A view, when there are several.
+std::vector<std::vector<int64_t>> gemm_groups(const DAG& dag) {
+  std::vector<int> gemms;
+  for (const Node& n : dag.nodes) {
+    const auto* g = n.is_compute() ? dynamic_cast<const Gemm*>(n.itype.get()) : nullptr;
+    if (g && !g->flags().swiglu && !n.inputs.empty() && n.outputs.size() == 1) gemms.push_back(n.id);
+  }
+  std::vector<std::vector<int64_t>> group(dag.nodes.size());
+  for (int a : gemms) {
+    const Edge& ea = dag.nodes[a].inputs[0];
+    std::vector<int64_t> ns;
+    for (int b : gemms) {
+      const Edge& eb = dag.nodes[b].inputs[0];
+      if (eb.node == ea.node && eb.output == ea.output && eb.range == ea.range) ns.push_back(dag.nodes[b].outputs[0].shape.back());
+    }
+    if (ns.size() > 1) group[a] = std::move(ns);
+  }
+  return group;
+}
+
+}  // namespace
+
 void phase1_count_and_place(ScheduleState& st) {
   const DAG& dag = st.dag;
   st.sched_of.assign(dag.nodes.size(), -1);
+  const std::vector<std::vector<int64_t>> groups = gemm_groups(dag);
   int64_t offset = 0;
   for (const Node& n : dag.nodes) {
     if (!n.is_compute()) continue;
@@ -21,6 +48,7 @@ void phase1_count_and_place(ScheduleState& st) {
     info.profile = st.opt.profile;
     info.cluster_size = st.opt.cluster_size;
     info.outputs = n.outputs;
+    info.gemm_group_n = groups[n.id];
     for (const Edge& e : n.inputs) info.inputs.push_back({e.range.backing(dag.nodes[e.node].outputs[e.output]), e.range});
     n.itype->validate(info);
 

@@ -875,6 +875,22 @@ TEST(GemmIType, H200NarrowTilesUnderOneWave) {
   EXPECT_EQ(g.num_instructions(gemm_node({1024, 512}, {512, 2048}, Profile::h200(1), 1)), 64);
 }
 
+TEST(GemmIType, TileWidthOfGemmsSharingA) {
+  // A 1B layer's q, k and v (N 2048, 512, 512 at M 1024, cluster 2) read one A: narrow tiles would be
+  // 128 + 32 + 32 = 192 (two waves on 132 SMs, 1.54 at 0.77 each), wide ones 96 (one wave): every member
+  // takes wide tiles, though q alone would take narrow ones.
+  const Gemm g;
+  NodeInfo q = gemm_node({1024, 2048}, {2048, 2048}, Profile::h200(), 2);
+  EXPECT_EQ(g.num_instructions(q), 128);
+  q.gemm_group_n = {2048, 512, 512};
+  EXPECT_EQ(g.num_instructions(q), 64);
+  EXPECT_EQ(g.instruction(q, 0).indices[13], 256);
+  NodeInfo k = gemm_node({1024, 2048}, {2048, 512}, Profile::h200(), 2);
+  k.gemm_group_n = {2048, 512, 512};
+  EXPECT_EQ(g.num_instructions(k), 16);
+  expect_exact_cover(g, q);
+}
+
 TEST(GemmIType, SeedMlpOnB200) {
   const Gemm g;
   const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::b200(), 2);
