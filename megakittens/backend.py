@@ -128,20 +128,24 @@ def _compile_partitioned(gm: torch.fx.GraphModule, options: Options, name: str, 
 
 
 def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.fx.GraphModule] = None) -> str:
-    """dry_run's report: every op that cannot be compiled, grouped by op and reason, with how often - an op
-    without an instruction type or one whose own constraints fail (dtype, TMA alignment: each op is traced
-    and scheduled alone, as fallback="eager" does, when ``gm`` is given) - else the error of the whole
-    graph's trace or schedule, or that the whole graph is supported."""
+    """dry_run's report: that the whole graph is supported, else every op that cannot be compiled, grouped
+    by op and reason, with how often - an op without an instruction type or one whose own constraints
+    fail (dtype, TMA alignment: each op is traced and scheduled alone, as fallback="eager" does, when
+    ``gm`` is given) - and the whole graph's trace or schedule error."""
     issues = list(_C.support_report(graph))
-    if gm is not None and not graph.is_backward:
-        issues = [(n.name, fx_export.target_name(n), why) for n, why in fallback._supported_nodes(gm, graph, options)[1].items()]
+    whole = ""
     if not issues:
         try:
             _C.schedule(_C.trace(graph), _C.Profile.by_name(*options.profile_args()), cluster_size=options.cluster_size)
         except _C.CompileError as e:
-            issues.append(("", "", str(e)))
-    if not issues:
-        return f"[megakittens] support report for '{name}': every op has an instruction type"
+            whole = str(e)
+        if not whole:
+            return f"[megakittens] support report for '{name}': every op has an instruction type"
+    if gm is not None and not graph.is_backward:
+        # Each op alone; an op that compiles only inside a fused pattern (repeat_kv's clone) shows up too.
+        issues = [(n.name, fx_export.target_name(n), why) for n, why in fallback._supported_nodes(gm, graph, options)[1].items()]
+    if whole and all(why != whole for _, _, why in issues):
+        issues.append(("", "", whole))
     lines = [f"[megakittens] support report for '{name}': {len(issues)} node(s) cannot be compiled"]
     lines += fallback.grouped_lines("  ", [(target or "(graph)", node, reason) for node, target, reason in issues])
     return "\n".join(lines)
