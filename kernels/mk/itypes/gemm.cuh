@@ -65,11 +65,11 @@
 //
 // [Note: gemm multicast] The two ranks of a cluster tile (consecutive instructions, run by the two CTAs
 // of a cluster at the same iteration: src/schedule/phase1_place.cpp) compute rows m0 and m0 + 128 of the
-// same columns, so they read the same B panel. When both have rows and renamed the B stage pages (lids
-// 1, 2, 4, 5) to the same physical pages (the pages follow the instruction sequence, which both CTAs
-// share; a rank-dependent release order can make them differ, then each loads all of B itself), each
-// loader TMA-multicasts the B boxes of its parity (box j from rank j % 2) into both CTAs: per k-tile a
-// CTA reads 32 KB from L2 instead of 48 (the mainloop is L2-bandwidth bound, benchmarks/notes.md).
+// same columns, so they read the same B panel, and their stage pages coincide (rank 1 takes rank 0's
+// page renaming: kernels/mk/interpreter.cuh [Note: cluster page renaming]). When both have rows (word
+// 12, bit 16), each loader TMA-multicasts the B boxes of its parity (box j from rank j % 2) into both
+// CTAs at the same offsets: per k-tile a CTA reads 32 KB from L2 instead of 48 (the mainloop is
+// L2-bandwidth bound, benchmarks/notes.md).
 // - full[s] expects A plus every B box (some land from the peer's TMA, possibly before expect_tx:
 //   the tx-count may dip below zero within a phase).
 // - empty[s] counts 16 arrivals under clusters: each consumer warp arrives on both CTAs' copy when
