@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
@@ -149,6 +149,29 @@ def _supported_nodes(gm: torch.fx.GraphModule, graph: Any, options: Options) -> 
     return supported, why, owner
 
 
+def _whole_graph(gm: torch.fx.GraphModule, options: Options, name: str, is_backward: bool,
+                 compile_part: Callable) -> Optional[tuple]:
+    """(runnable, Partitioning) with one megakernel for all of ``gm`` when the whole graph compiles (with
+    device bodies for every op when it will run on the megakernel), else None. Tried first: the per-op
+    analysis judges each op alone, and an op that only compiles inside a fused pattern (repeat_kv's
+    clone before SDPA) would split a model that compiles whole. The graph is traced and scheduled here
+    and once more by ``compile_part``."""
+    if is_backward:
+        return None
+    graph = fx_export.export_graph(gm, name, is_backward, contiguous_inputs=True)
+    profile = _C.Profile.by_name(*options.profile_args())
+    try:
+        program = _C.schedule(_C.trace(graph), profile, cluster_size=options.cluster_size)
+    except _C.CompileError:
+        return None
+    if _needs_device_bodies(gm, profile) and _C.gpu_missing_bodies(program):
+        return None
+    run = compile_part(gm, graph, name)
+    result = Partitioning(name)
+    result.megakernels.append((name, [n.name for n in gm.graph.nodes if n.op == "call_function"]))
+    return (run if run is not None else gm), result
+
+
 def partition(gm: torch.fx.GraphModule, options: Options, name: str, is_backward: bool,
               compile_part: Callable[[torch.fx.GraphModule, Any, str], Callable]
               ) -> tuple[torch.fx.GraphModule, Partitioning]:
@@ -158,6 +181,9 @@ def partition(gm: torch.fx.GraphModule, options: Options, name: str, is_backward
     CompileError from it leaves that partition eager with a RuntimeWarning."""
     gm.graph.eliminate_dead_code()
     gm.recompile()
+    whole = _whole_graph(gm, options, name, is_backward, compile_part)
+    if whole is not None:
+        return whole
     graph = fx_export.export_graph(gm, name, is_backward)
     supported, why, owner = _supported_nodes(gm, graph, options)
     index = {n: k for k, n in enumerate(gm.graph.nodes)}

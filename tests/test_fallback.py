@@ -285,3 +285,26 @@ def test_gpu_missing_bodies():
     missing = _C.gpu_missing_bodies(program)
     assert [n for n, _ in missing] == ["clamp"]
     assert "ElementwiseUnary(ops=clamp_max:inf) has no GPU body yet" in missing[0][1]
+
+
+def test_model_that_compiles_whole_is_one_megakernel():
+    """fallback="eager" first tries the whole graph: the tiny example Llama compiles whole, though its
+    repeat_kv clones (a rank-5 view fused into the attention) fail alone in the per-op analysis."""
+    import importlib.util
+    import sys
+    from dataclasses import replace
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "examples" / "llama.py"
+    spec = importlib.util.spec_from_file_location("mk_example_llama_fallback", path)
+    ex = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = ex
+    spec.loader.exec_module(ex)
+    args = replace(ex.CONFIGS["tiny"], n_layer=1)
+    model = ex.build(args, 32, "cpu")
+    idx = torch.randint(0, args.vocab_size, (1, 32))
+    with torch.no_grad():
+        h, logits = compile_eager_fallback(model)(idx)
+        h_ref, logits_ref = model(idx)
+    check_close([h, logits], [h_ref, logits_ref])
+    assert split().num_megakernels == 1 and split().eager == [] and split().failed == []
+    assert "clone" in split().megakernels[0][1]
