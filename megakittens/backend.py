@@ -209,10 +209,8 @@ def capture_inference(gm: torch.fx.GraphModule, example_inputs: list) -> Optiona
 
 
 def _storage(v: Any) -> Optional[int]:
-    """An identity of a (fake) tensor's storage, None for a non-tensor."""
-    if not isinstance(v, torch.Tensor):
-        return None
-    return id(v.untyped_storage()) if not isinstance(v, FakeTensor) else v.untyped_storage()._cdata
+    """An identity of a (fake) tensor's storage (its StorageImpl's address), None for a non-tensor."""
+    return v.untyped_storage()._cdata if isinstance(v, torch.Tensor) else None
 
 
 def make_backend(options: Options, name: str) -> Any:

@@ -462,6 +462,12 @@ def test_input_mutation_goes_through_aot_autograd():
     x, y = randn(64, 64), randn(64, 64)
     gm = torch.fx.symbolic_trace(f)
     assert mk_backend.capture_inference(gm, [x.clone(), y]) is None
+
+    def alias(x):  # returns a view of its input: AOTAutograd regenerates it outside the graph
+        return x.t(), x + 1
+
+    assert mk_backend.capture_inference(torch.fx.symbolic_trace(alias), [x]) is None
+    assert mk_backend.capture_inference(torch.fx.symbolic_trace(lambda x: (x + 1).t()), [x]) is not None
     x_ref = x.clone()
     out = megakittens.compile(f)(x, y)
     ref = f(x_ref, y)
