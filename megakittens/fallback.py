@@ -166,7 +166,10 @@ def _whole_graph(gm: torch.fx.GraphModule, options: Options, name: str, is_backw
         return None
     if _needs_device_bodies(gm, profile) and _C.gpu_missing_bodies(program):
         return None
-    run = compile_part(gm, graph, name)
+    try:
+        run = compile_part(gm, graph, name)
+    except _C.CompileError:  # then the partitions decide
+        return None
     result = Partitioning(name)
     result.megakernels.append((name, [n.name for n in gm.graph.nodes if n.op == "call_function"]))
     return (run if run is not None else gm), result
