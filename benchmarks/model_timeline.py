@@ -56,15 +56,14 @@ def report(name, program, slots, options):
                    os.path.join(os.environ["MK_TIMELINE_DUMP"], name.replace(":", "_") + ".pt"))
     real = (t[:, STORE_END] > 0).nonzero().flatten().tolist()
     table = program.table_global()
-    node_ix = list(program.instruction_node)  # -1: Noop padding
-    gemm_rows = [i for i in real if node_ix[i] >= 0 and program.nodes[node_ix[i]].itype.startswith("Gemm")
+    node_of = list(program.instruction_node)  # -1: Noop padding
+    gemm_rows = [i for i in real if node_of[i] >= 0 and program.nodes[node_of[i]].itype.startswith("Gemm")
                  and int(table[i][7 + 12]) & 0xffff > 0]
     if gemm_rows:  # kernels/mk/vm.cuh kEvFlags (word 12): 1 = B multicast ([Note: gemm multicast])
         print(f"Gemm instructions with B multicast: {int((t[gemm_rows, 12] == 1).sum())} of {len(gemm_rows)}")
     t0 = int(t[real, PUBLISH].min())
     span_us = (int(t[real, STORE_END].max()) - t0) / 1e3
     sms = program.num_sms
-    node_of = list(program.instruction_node)
     per_node = collections.defaultdict(lambda: [0, 1 << 62, 0, 0.0, 0.0])  # count, first, last, busy, wait
     comp = collections.defaultdict(list)  # per node: consumer compute of each instruction, us (incl. data waits)
     for i in real:

@@ -154,18 +154,19 @@ def _whole_graph(gm: torch.fx.GraphModule, options: Options, name: str, is_backw
     """(runnable, Partitioning) with one megakernel for all of ``gm`` when the whole graph compiles (with
     device bodies for every op when it will run on the megakernel), else None. Tried first: the per-op
     analysis judges each op alone, and an op that only compiles inside a fused pattern (repeat_kv's
-    clone before SDPA) would split a model that compiles whole. The graph is traced and scheduled here
-    and once more by ``compile_part``."""
+    clone before SDPA) would split a model that compiles whole. When the megakernel needs device bodies,
+    the graph is scheduled here to check them before ``compile_part`` schedules it again."""
     if is_backward:
         return None
     graph = fx_export.export_graph(gm, name, is_backward, contiguous_inputs=True)
     profile = _C.Profile.by_name(*options.profile_args())
-    try:
-        program = _C.schedule(_C.trace(graph), profile, cluster_size=options.cluster_size)
-    except _C.CompileError:
-        return None
-    if _needs_device_bodies(gm, profile) and _C.gpu_missing_bodies(program):
-        return None
+    if _needs_device_bodies(gm, profile):
+        try:
+            program = _C.schedule(_C.trace(graph), profile, cluster_size=options.cluster_size)
+        except _C.CompileError:
+            return None
+        if _C.gpu_missing_bodies(program):
+            return None
     try:
         run = compile_part(gm, graph, name)
     except _C.CompileError:  # then the partitions decide

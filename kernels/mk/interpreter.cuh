@@ -64,9 +64,10 @@ __device__ void controller(Ctx& c) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
       if (c.lane < st.num_sems) ptx::mbarrier_inval(&st.sems[c.lane]);
     }
-    // Rename pages: new lid q takes the page the previous instruction releases q-th (seed §10).
+    // Rename pages: new lid q takes the page the previous instruction releases q-th (seed §10); rank 1
+    // receives rank 0's renaming below instead.
     int pid = c.lane;
-    if (iter > 0 && c.lane < kNumPages) {
+    if (rank == 0 && iter > 0 && c.lane < kNumPages) {
       const Stage& prev = sh.stages[s ^ 1];
       ReleaseOrderFn f{c.lane, prev.inst, c.lane};
       V::visit(prev.inst[kWIcode], f);

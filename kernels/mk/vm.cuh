@@ -293,19 +293,15 @@ __device__ __forceinline__ bool wait(Ctx& c, u64* bar, u32 parity, int site = 3,
   return true;
 }
 
-// Single-thread wait (no warp collectives), used where only one lane takes part.
+// Single-thread wait (no warp collectives), used where only one lane takes part. Cluster: acquire at
+// cluster scope, so that arrivals from the peer CTA (release.cluster) order before what follows.
+template <bool Cluster = false>
 __device__ __forceinline__ bool wait_lane(Ctx& c, u64* bar, u32 parity, int site, int id) {
-  if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
-  Watch w;
-  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity))
-    if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, site, id, static_cast<int>(parity), -1)) return false;
-  return true;
-}
-
-// wait_lane with acquire at cluster scope: arrivals from the peer CTA (release.cluster) order before.
-__device__ __forceinline__ bool wait_lane_cluster(Ctx& c, u64* bar, u32 parity, int site, int id) {
   const auto done = [&] {
-    return cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity);
+    if constexpr (Cluster)
+      return cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity);
+    else
+      return cuda::ptx::mbarrier_try_wait_parity(bar, parity);
   };
   if (done()) return true;
   Watch w;

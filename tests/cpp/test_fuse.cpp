@@ -190,18 +190,32 @@ TEST(FuseRope, WrongHalvesAndSharedIntermediatesAreLeftAlone) {
 }
 
 namespace {
-// h + linear(x, W) as AOTAutograd emits it: mm(view(x), t(W)) reshaped back, then add.Tensor(h, .).
+// linear(in, w) as AOTAutograd emits it for in (1, 64, 128), w (256, 128): view(in) to 2-D, mm by t(w),
+// _unsafe_view back to (1, 64, 256); returns that last node. `tag` suffixes the node names.
+int aot_linear(GraphBuilder& b, int in, int w, const std::string& tag) {
+  FxTensor wt = contiguous({128, 256});
+  wt.stride = {1, 128};
+  const int v = b.call("view_" + tag, "aten.view.default", {ref(in), list({num(64), num(128)})}, {64, 128});
+  const int t = b.add("t_" + tag, "call_function", "aten.t.default", {ref(w)}, wt);
+  const int m = b.call("mm_" + tag, "aten.mm.default", {ref(v), ref(t)}, {64, 256});
+  return b.call("uv_" + tag, "aten._unsafe_view.default", {ref(m), list({num(1), num(64), num(256)})}, {1, 64, 256});
+}
+
+// The ITypes of the compute nodes of `g`'s DAG, in order.
+std::vector<std::string> traced_itypes(const FxGraph& g) {
+  std::vector<std::string> itypes;
+  for (const Node& n : trace(g).nodes)
+    if (n.is_compute()) itypes.push_back(n.itype->str());
+  return itypes;
+}
+
+// h + linear(x, W), then add.Tensor(h, .).
 FxGraph residual_graph(bool swap, bool extra_user) {
   GraphBuilder b;
   const int h = b.placeholder("h", {1, 64, 256});
   const int x = b.placeholder("x", {1, 64, 128});
   const int w = b.placeholder("w", {256, 128});
-  const int x2 = b.call("view", "aten.view.default", {ref(x), list({num(64), num(128)})}, {64, 128});
-  FxTensor wt = contiguous({128, 256});
-  wt.stride = {1, 128};
-  const int t = b.add("t", "call_function", "aten.t.default", {ref(w)}, wt);
-  const int m = b.call("mm", "aten.mm.default", {ref(x2), ref(t)}, {64, 256});
-  const int v = b.call("uv", "aten._unsafe_view.default", {ref(m), list({num(1), num(64), num(256)})}, {1, 64, 256});
+  const int v = aot_linear(b, x, w, "w");
   const int a = b.call("add", "aten.add.Tensor", swap ? std::vector<FxArg>{ref(v), ref(h)} : std::vector<FxArg>{ref(h), ref(v)},
                        {1, 64, 256});
   std::vector<int> outs{a};
@@ -215,11 +229,7 @@ TEST(FuseResidual, AddBecomesTheGemmsFullBias) {
   for (bool swap : {false, true}) {
     FxGraph g = residual_graph(swap, false);
     EXPECT_EQ(fuse_residual_add(g), 1);
-    const DAG d = trace(residual_graph(swap, false));
-    std::vector<std::string> itypes;
-    for (const Node& n : d.nodes)
-      if (n.is_compute()) itypes.push_back(n.itype->str());
-    EXPECT_EQ(itypes, (std::vector<std::string>{"Gemm(tb,bias_full)"})) << swap;
+    EXPECT_EQ(traced_itypes(residual_graph(swap, false)), (std::vector<std::string>{"Gemm(tb,bias_full)"})) << swap;
   }
 }
 
@@ -229,26 +239,17 @@ TEST(FuseResidual, OtherUsersOfTheProductKeepTheAdd) {
 }
 
 namespace {
-// silu(linear(x, Wg)) * linear(x, Wu) as AOTAutograd emits it for a 3-D x: each linear views x to 2-D,
-// multiplies by t(W) and reshapes back. other_x: the up projection reads another tensor; extra_user:
-// the gate product also leaves the graph.
+// silu(linear(x, Wg)) * linear(x, Wu). other_x: the up projection reads another tensor; extra_user: the
+// gate product also leaves the graph.
 FxGraph swiglu_graph(bool swap, bool other_x, bool extra_user) {
   GraphBuilder b;
   const int x = b.placeholder("x", {1, 64, 128});
   const int y = b.placeholder("y", {1, 64, 128});
   const int wg = b.placeholder("wg", {256, 128});
   const int wu = b.placeholder("wu", {256, 128});
-  FxTensor wt = contiguous({128, 256});
-  wt.stride = {1, 128};
-  auto linear = [&](int in, int w, const std::string& tag) {
-    const int v = b.call("view_" + tag, "aten.view.default", {ref(in), list({num(64), num(128)})}, {64, 128});
-    const int t = b.add("t_" + tag, "call_function", "aten.t.default", {ref(w)}, wt);
-    const int m = b.call("mm_" + tag, "aten.mm.default", {ref(v), ref(t)}, {64, 256});
-    return b.call("uv_" + tag, "aten._unsafe_view.default", {ref(m), list({num(1), num(64), num(256)})}, {1, 64, 256});
-  };
-  const int g = linear(x, wg, "g");
+  const int g = aot_linear(b, x, wg, "g");
   const int s = b.call("silu", "aten.silu.default", {ref(g)}, {1, 64, 256});
-  const int u = linear(other_x ? y : x, wu, "u");
+  const int u = aot_linear(b, other_x ? y : x, wu, "u");
   const int m = b.call("mul", "aten.mul.Tensor", swap ? std::vector<FxArg>{ref(u), ref(s)} : std::vector<FxArg>{ref(s), ref(u)},
                        {1, 64, 256});
   std::vector<int> outs{m};
@@ -262,11 +263,7 @@ TEST(FuseSwiglu, GateAndUpBecomeOneGemm) {
   for (bool swap : {false, true}) {
     FxGraph g = swiglu_graph(swap, false, false);
     EXPECT_EQ(fuse_swiglu(g), 1);
-    const DAG d = trace(swiglu_graph(swap, false, false));
-    std::vector<std::string> itypes;
-    for (const Node& n : d.nodes)
-      if (n.is_compute()) itypes.push_back(n.itype->str());
-    EXPECT_EQ(itypes, (std::vector<std::string>{"Gemm(tb,swiglu)"})) << swap;
+    EXPECT_EQ(traced_itypes(swiglu_graph(swap, false, false)), (std::vector<std::string>{"Gemm(tb,swiglu)"})) << swap;
   }
 }
 

@@ -236,7 +236,7 @@ struct GemmT {
           if (ok) ok = page_wait_lane(c, b_lid(s));
           if (ok && mc) {  // both CTAs' stage-s pages are free before either multicasts into them
             ptx::mbarrier_arrive_cluster(c.sem(kReady + s), rank ^ 1u);
-            ok = wait_lane_cluster(c, c.sem(kReady + s), 0u, 3, 220 + s);
+            ok = wait_lane<true>(c, c.sem(kReady + s), 0u, 3, 220 + s);
           }
         } else {
           ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
