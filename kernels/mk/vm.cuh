@@ -213,7 +213,8 @@ enum TimelineEvent {
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
   const u64 t = c.g->c.timeline;
-  if (t == 0 || c.lane != 0 || c.index < 0) return;
+  // Static-queue padding rows (index >= N, Noops filling the last wave) have no timeline row.
+  if (t == 0 || c.lane != 0 || c.index < 0 || c.index >= c.g->c.num_instructions) return;
   reinterpret_cast<u64*>(t)[static_cast<long long>(c.index) * kTimelineWords + ev] =
       ev == kEvSm || ev == kEvFlags ? value : ptx::globaltimer();
 }
