@@ -469,3 +469,28 @@ def test_gemm_multicast_engages(case, cluster, want, global_queue, monkeypatch):
     assert rel_err(out, reference(fn, args)) <= 1e-2
     flags = t[rows, KEV_FLAGS].cpu()
     assert len(rows) > 0 and ((flags == 1).all() if want == "all" else (flags == 0).all()), flags.tolist()
+
+
+# ---- split-K chains (src/schedule/phase0_split_k.cpp): late bias barriers on the device -------------
+
+@functools.cache
+def _split_program(case, cluster):
+    from megakittens import gpu
+    from test_linear import SPLIT_K_CASES
+    fn, shapes, chain = SPLIT_K_CASES[case]
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_split_{case}")
+    return fn, shapes, program
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("case", ["mm_256x256x4096", "linear_bias_row_200x312x2048", "residual_ta_tb_1024x2048x8192",
+                                  "addmm_k_tail_128x520x3000"])
+def test_split_k_vs_fp32(case, global_queue, cluster):
+    """Each piece's mainloop runs before the previous piece is stored (its loader skips the late bias
+    barrier); its epilogue must still read that piece's finished output."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    fn, shapes, program = _split_program(case, cluster)
+    assert sum(n.itype.startswith("Gemm") for n in program.nodes) >= 2, [n.itype for n in program.nodes]
+    _launch_twice_and_check(case, program, fn, shapes, global_queue)

@@ -130,14 +130,17 @@ def inputs_for(shapes, device="cpu", seed=0):
     return [torch.randn(s, generator=g, dtype=torch.float32).to(BF16).to(device) for s in shapes]
 
 
-def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None):
+def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None):
     """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs.
-    gemm_n (128 or 256) fixes the Gemm tile width; None lets the profile choose per node."""
+    gemm_n (128 or 256) fixes the Gemm tile width and turns split-K off; None lets the profile choose
+    per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name))
     profile = _C.Profile.by_name("h200", num_sms)
     if gemm_n is not None:
-        profile.gemm_n, profile.gemm_n_narrow = gemm_n, 0
+        profile.gemm_n, profile.gemm_n_narrow, profile.gemm_split_k = gemm_n, 0, 1
+    if split_k is not None:
+        profile.gemm_split_k = split_k
     return _C.schedule(dag, profile, cluster_size=cluster_size)
 
 

@@ -185,15 +185,16 @@ def test_gemm_tile_width_follows_the_sm_count():
     with two full waves of wide tiles keeps them; a one-SM profile always keeps them."""
     from test_gpu_kernels import program_for
     from test_gpu_gemm import _tile_widths
-    assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)])) == {128}
-    assert _tile_widths(program_for(lambda a, b: a @ b, [(2048, 512), (512, 4096)])) == {256}
+    assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], split_k=1)) == {128}
+    assert _tile_widths(program_for(lambda a, b: a @ b, [(2048, 512), (512, 4096)], split_k=1)) == {256}
     assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], num_sms=1)) == {256}
     assert _tile_widths(program_for(lambda a, b: a @ b, [(1024, 512), (512, 2048)], gemm_n=256)) == {256}
     # Gemms reading one A share the waves (q, k, v of a 1B layer: 96 wide tiles, one wave, vs 192 narrow).
     qkv = program_for(lambda x, wq, wk, wv: (x @ wq, x @ wk, x @ wv), [(1024, 2048), (2048, 2048), (2048, 512), (2048, 512)],
                       cluster_size=2)
     assert _tile_widths(qkv) == {256}
-    assert _tile_widths(program_for(lambda x, wq: x @ wq, [(1024, 2048), (2048, 2048)], cluster_size=2)) == {128}
+    assert _tile_widths(program_for(lambda x, wq: x @ wq, [(1024, 2048), (2048, 2048)], cluster_size=2,
+                                    split_k=1)) == {128}
 
 
 # SwiGLU (src/trace/fuse_swiglu.h): silu(x @ Wg^T) * (x @ Wu^T) is one Gemm(tb,swiglu).
@@ -255,3 +256,57 @@ def test_swiglu_op_and_its_constraints():
 
 
 GRAPHS["swiglu"] = (swiglu_linear, lambda: (randn(M, K), randn(N, K, scale=K ** -0.5), randn(N, K, scale=K ** -0.5)))
+
+
+# Split-K (src/schedule/phase0_split_k.cpp): a Gemm with few output tiles and a long K runs as a chain
+# of Gemms over consecutive K ranges, each adding the previous one's output as its bias_full.
+def linear_bias(x, W, b):
+    return F.linear(x, W, b)
+
+
+def residual_xt_yt(h, x, y):
+    return h + x.t() @ y.t()
+
+
+def addmm_tail(c, x, W):
+    return torch.addmm(c, x, W)
+
+
+SPLIT_K_CASES = {
+    # name: (fn, input shapes, the Gemm ITypes of the chain)
+    "mm_256x256x4096": (lambda a, b: a @ b, [(256, 4096), (4096, 256)], ["Gemm"] + ["Gemm(bias_full)"] * 3),
+    "linear_bias_row_200x312x2048": (linear_bias, [(200, 2048), (312, 2048), (312,)],
+                                     ["Gemm(tb,bias_row)", "Gemm(tb,bias_full)"]),
+    "residual_ta_tb_1024x2048x8192": (residual_xt_yt, [(1024, 2048), (8192, 1024), (2048, 8192)],
+                                      ["Gemm(ta,tb)", "Gemm(ta,tb,bias_full)"]),
+    # K 3000 in three pieces: 1024 + 1024 + 952 (the last k-tile of the last piece is a tail)
+    "addmm_k_tail_128x520x3000": (addmm_tail, [(128, 520), (128, 3000), (3000, 520)], ["Gemm(bias_full)"] * 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPLIT_K_CASES))
+def test_split_k_chain(case):
+    """The pieces' K ranges cover K once (the results match eager), each piece after the first waits for
+    the previous one only as a late input (its loads do not), and a profile with gemm_split_k = 1 keeps
+    one Gemm."""
+    fn, shapes, chain = SPLIT_K_CASES[case]
+    args = [randn(*s, scale=max(s) ** -0.5) for s in shapes]
+    check_close(megakittens.compile(fn, cluster_size=2)(*args), fn(*args))
+    program = mk_backend.dispatchers[-1].program
+    gemms = [k for k, n in enumerate(program.nodes) if n.itype.startswith("Gemm")]
+    assert [program.nodes[k].itype for k in gemms] == chain
+    assert [program.nodes[k].name.endswith(f".k{i}") for i, k in enumerate(gemms)] == [True] * (len(chain) - 1) + [False]
+    barriers = program.barriers
+    for prev, k in zip(gemms, gemms[1:]):
+        node = program.nodes[k]
+        for i in range(node.start, node.start + node.count):
+            inst = program.instruction(i)
+            if inst["indices"][12] & 0xFFFF == 0:  # m_rows 0 (rank 1 past M): reads nothing
+                continue
+            n_in, late = inst["num_src_input"], inst["num_src_late"]
+            producers = [barriers[b][1] for b in inst["src_barriers"][:n_in]]
+            assert late >= 1 and set(producers[n_in - late:]) == {prev}, (case, i, producers, late)
+            assert prev not in producers[:n_in - late], (case, i, producers, late)
+    from test_gpu_kernels import program_for
+    one = program_for(fn, shapes, cluster_size=2, split_k=1)
+    assert sum(n.itype.startswith("Gemm") for n in one.nodes) == 1

@@ -178,7 +178,8 @@ struct Ctx {
   __device__ int count_byte(int k) const { return (st->inst[kWCounts] >> (8 * k)) & 0xff; }
   __device__ int num_src_input() const { return count_byte(0); }
   __device__ int num_src_reuse() const { return count_byte(1); }
-  __device__ int num_dst() const { return count_byte(2) + count_byte(3); }
+  __device__ int num_src_late() const { return count_byte(3); }
+  __device__ int num_dst() const { return (count_byte(2) & 15) + (count_byte(2) >> 4); }
   __device__ unsigned char* page(int lid) const { return pages + st->pid[lid] * kPageBytes; }
   __device__ u64* sem(int i) const { return &st->sems[i]; }
   // The slot's 128x128 tile map, and its k-th 64x64 swizzled map. TMA is issued by lane 0 of the loader
@@ -357,6 +358,11 @@ __device__ __forceinline__ bool wait_global(Ctx& c, int first, int n, int site) 
   return warp_ok(c, ok);
 }
 __device__ __forceinline__ bool wait_inputs(Ctx& c) { return wait_global(c, 0, c.num_src_input(), 1); }
+// The input barriers an instruction's loads need: all but the late ones (docs/instruction.md), whose
+// inputs only its compute reads, after a wait_inputs of its own.
+__device__ __forceinline__ bool wait_early_inputs(Ctx& c) {
+  return wait_global(c, 0, c.num_src_input() - c.num_src_late(), 1);
+}
 __device__ __forceinline__ bool wait_reuse(Ctx& c) {
   return wait_global(c, c.num_src_input(), c.num_src_reuse(), 2);
 }

@@ -229,7 +229,38 @@ GemmDims gemm_dims(const NodeInfo& n, bool swiglu) {
   g.NT = ceil_div(g.ds[3], g.tn);
   return g;
 }
+// Split-K cost model, in k-steps of a wide tile (~1 us each for a 128x256x64 step on the H200,
+// benchmarks/notes.md "Session 6"): a tile costs its k-steps plus kEpilogueSteps (accumulators to
+// bf16, the store), each split after the first kChainSteps more (its epilogue waits for the previous
+// split's stores: the chain's latency). A split must save at least kSplitGain of the unsplit time.
+constexpr double kEpilogueSteps = 3, kChainSteps = 4, kSplitGain = 0.9;
 }  // namespace
+
+int64_t Gemm::split_k_chunk(int64_t K, int splits, int gemm_k) {
+  return ceil_div(ceil_div(K, int64_t{splits}), int64_t{gemm_k}) * gemm_k;
+}
+
+int Gemm::split_k(const NodeInfo& n) const {
+  const Profile& p = n.profile;
+  if (flags_.swiglu || !n.gemm_group_n.empty() || p.gemm_split_k <= 1 || p.num_sms < 1 || p.gemm_k < 1) return 1;
+  const GemmDims g = gemm_dims(n, false);
+  const int64_t row_ctas = g.ds[0] * g.ds[1] * g.MT * g.G;
+  if (row_ctas == 0 || g.ds[3] == 0) return 1;
+  const auto cost = [&](int s) {
+    const int64_t tn = gemm_tile_n(p, row_ctas * s, g.ds[3], {});
+    const int64_t waves = ceil_div(row_ctas * s * ceil_div(g.ds[3], tn), int64_t{p.num_sms});
+    const double steps = static_cast<double>(ceil_div(split_k_chunk(g.K, s, p.gemm_k), int64_t{p.gemm_k}));
+    return static_cast<double>(waves) * (steps + kEpilogueSteps) * (tn < p.gemm_n ? kGemmNarrowCost : 1.0) +
+           (s - 1) * kChainSteps;
+  };
+  int best = 1;
+  const double unsplit = cost(1);
+  double best_cost = unsplit * kSplitGain;
+  // Every split needs K left for it: (s - 1) chunks must end before K.
+  for (int s = 2; s <= p.gemm_split_k && split_k_chunk(g.K, s, p.gemm_k) * (s - 1) < g.K; ++s)
+    if (const double c = cost(s); c < best_cost) best = s, best_cost = c;
+  return best;
+}
 
 int64_t Gemm::num_instructions(const NodeInfo& n) const {
   const GemmDims g = gemm_dims(n, flags_.swiglu);

@@ -32,6 +32,13 @@ class Gemm final : public IType {
   // Batch dims straight, the last two straight or (A, B, swiglu's B2) swapped; no broadcast (require_gemm_view).
   bool reads_view(int k, const TensorRange& v, const Coord4&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
+  bool late_input(int k) const override { return k == 2 && flags_.bias != Bias::none; }
+  // How many pieces phase 0 (src/schedule/phase0_split_k.cpp) cuts this node's K into: the count, up
+  // to Profile::gemm_split_k, whose instruction waves take the least estimated time, when that is
+  // clearly less than unsplit; 1 for swiglu and for Gemms sharing A with others (gemm_group_n).
+  int split_k(const NodeInfo&) const;
+  // The K extent of each split but the last (a multiple of Profile::gemm_k).
+  static int64_t split_k_chunk(int64_t K, int splits, int gemm_k);
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   void execute(const Instruction&, ExecContext&) const override;
 

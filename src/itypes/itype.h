@@ -67,6 +67,9 @@ class IType {
   virtual int lid_release_order(int query, const Profile&) const { return query; }
   // The input an output aliases (written in place), if any.
   virtual std::optional<int> inplace_input(int output) const { return std::nullopt; }
+  // Whether input `k` is read only by the compute, after the loads (a Gemm's bias, read in its
+  // epilogue): its barriers are waited on late, so the loads need not wait for it (docs/instruction.md).
+  virtual bool late_input(int k) const { return false; }
   // [Note: view copies] Whether this IType reads input `k` through `view` (on a backing tensor of
   // padded shape `backing`) directly. When not, the tracer inserts a Copy node that materialises the
   // view as a fresh contiguous tensor. Default: only whole tensors; ITypes that address tiles through

@@ -24,6 +24,7 @@ Profile Profile::h200(int num_sms) {
   p.rms_norm_pages = 3;  // kernels/mk/itypes/rms_norm.cuh kXPages
   p.ew_max_pages = 4;    // kernels/mk/itypes/elementwise.cuh kMaxTiles * inputs
   p.gemm_n_narrow = 128; // kernels/mk/itypes/gemm.cuh: m64n128k16 for tiles of <= 128 columns
+  p.gemm_split_k = 4;
   return p;
 }
 

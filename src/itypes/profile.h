@@ -22,6 +22,8 @@ struct Profile {
   // kGemmNarrowCost of the time each (src/itypes/gemm.cpp gemm_tile_n) uses gemm_n_narrow-wide tiles.
   int gemm_n_narrow = 0;
   bool gemm_pair_tiles = false;
+  // At most this many splits of a Gemm's K (src/schedule/phase0_split_k.cpp; 1 = never split).
+  int gemm_split_k = 1;
   // RMSNorm: up to rms_norm_pages pages of rows per instruction (fewer when that leaves SMs idle).
   int rms_norm_pages = 1;
   // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.

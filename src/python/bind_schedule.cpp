@@ -29,6 +29,7 @@ nb::dict instruction_dict(const Instruction& in) {
   d["src_barriers"] = std::vector<uint32_t>(in.src_barriers, in.src_barriers + in.num_src_barriers());
   d["src_targets"] = std::vector<int32_t>(in.src_targets, in.src_targets + in.num_src_barriers());
   d["num_src_input"] = int(in.num_src_input);
+  d["num_src_late"] = int(in.num_src_late);
   d["num_src_reuse"] = int(in.num_src_reuse);
   d["dst_barriers"] = std::vector<uint32_t>(in.dst_barriers, in.dst_barriers + in.num_dst_barriers());
   d["num_dst_input"] = int(in.num_dst_input);
@@ -49,6 +50,7 @@ void bind_schedule(nb::module_& m) {
       // Writable for experiments and tests: the GPU Gemm body takes gemm_n 128 or 256, gemm_n_narrow 0 or 128.
       .def_rw("gemm_n", &Profile::gemm_n)
       .def_rw("gemm_n_narrow", &Profile::gemm_n_narrow)
+      .def_rw("gemm_split_k", &Profile::gemm_split_k)
       .def_ro("gemm_pair_tiles", &Profile::gemm_pair_tiles)
       .def("__repr__", [](const Profile& p) { return "Profile(" + p.name + ", num_sms=" + std::to_string(p.num_sms) + ")"; });
 

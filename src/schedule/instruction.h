@@ -18,8 +18,11 @@ struct Instruction {
   int32_t src_targets[kMaxSrcBarriers]{};   // w39-54: target of each src barrier
   uint8_t num_src_input = 0;                // w55 byte 0
   uint8_t num_src_reuse = 0;                // w55 byte 1
-  uint8_t num_dst_input = 0;                // w55 byte 2: dst barriers that consumers' loads wait on
-  uint8_t num_dst_reuse = 0;                // w55 byte 3: dst barriers that reusers' stores wait on
+  uint8_t num_dst_input : 4 = 0;            // w55 byte 2 bits 0-3: dst barriers that consumers' loads wait on
+  uint8_t num_dst_reuse : 4 = 0;            // w55 byte 2 bits 4-7: dst barriers that reusers' stores wait on
+  // w55 byte 3: the last num_src_late input barriers guard inputs that only the instruction's compute
+  // reads, late (IType::late_input: a Gemm's bias); its loads need only the ones before them.
+  uint8_t num_src_late = 0;
   uint32_t dst_barriers[kMaxDstBarriers]{}; // w56-63: input-kind first, then reuse-kind; unused = 0
 
   int num_src_barriers() const { return num_src_input + num_src_reuse; }

@@ -8,9 +8,20 @@
 namespace mk {
 
 namespace {
+// Whether two A views read the same rows of one tensor: equal but for the K range (the last view
+// dim), as the pieces of a split-K Gemm (phase 0) and a layer's q, k and v projections do.
+bool same_rows(const Edge& a, const Edge& b) {
+  if (a.node != b.node || a.output != b.output) return false;
+  TensorRange x = a.range, y = b.range;
+  const int kd = x.view_dim[3];
+  if (kd < 0 || y.view_dim[3] != kd) return x == y;
+  y.box.lo[kd] = x.box.lo[kd];
+  y.box.hi[kd] = x.box.hi[kd];
+  y.view_shape.back() = x.view_shape.back();
+  return x == y;
+}
+}  // namespace
 
-// NodeInfo::gemm_group_n of every node: the Gemms (not swiglu: its tiles have one width) that read the
-// same A view, when there are several.
 std::vector<std::vector<int64_t>> gemm_groups(const DAG& dag) {
   std::vector<int> gemms;
   for (const Node& n : dag.nodes) {
@@ -22,15 +33,24 @@ std::vector<std::vector<int64_t>> gemm_groups(const DAG& dag) {
     const Edge& ea = dag.nodes[a].inputs[0];
     std::vector<int64_t> ns;
     for (int b : gemms) {
-      const Edge& eb = dag.nodes[b].inputs[0];
-      if (eb.node == ea.node && eb.output == ea.output && eb.range == ea.range) ns.push_back(dag.nodes[b].outputs[0].shape.back());
+      if (same_rows(ea, dag.nodes[b].inputs[0])) ns.push_back(dag.nodes[b].outputs[0].shape.back());
     }
     if (ns.size() > 1) group[a] = std::move(ns);
   }
   return group;
 }
 
-}  // namespace
+NodeInfo node_info(const DAG& dag, const Node& n, const ScheduleOptions& opt, std::vector<int64_t> group_n) {
+  NodeInfo info;
+  info.name = n.name;
+  info.target = n.target;
+  info.profile = opt.profile;
+  info.cluster_size = opt.cluster_size;
+  info.outputs = n.outputs;
+  info.gemm_group_n = std::move(group_n);
+  for (const Edge& e : n.inputs) info.inputs.push_back({e.range.backing(dag.nodes[e.node].outputs[e.output]), e.range});
+  return info;
+}
 
 void phase1_count_and_place(ScheduleState& st) {
   const DAG& dag = st.dag;
@@ -42,14 +62,7 @@ void phase1_count_and_place(ScheduleState& st) {
     if (n.inputs.size() > kMaxSrcTensors || n.outputs.size() > kMaxDstTensors)
       fail("node '", n.name, "' (", n.target, "): at most ", kMaxSrcTensors, " inputs and ", kMaxDstTensors,
            " outputs per node, got ", n.inputs.size(), " and ", n.outputs.size());
-    NodeInfo info;
-    info.name = n.name;
-    info.target = n.target;
-    info.profile = st.opt.profile;
-    info.cluster_size = st.opt.cluster_size;
-    info.outputs = n.outputs;
-    info.gemm_group_n = groups[n.id];
-    for (const Edge& e : n.inputs) info.inputs.push_back({e.range.backing(dag.nodes[e.node].outputs[e.output]), e.range});
+    NodeInfo info = node_info(dag, n, st.opt, groups[n.id]);
     n.itype->validate(info);
 
     NodeSchedule ns;

@@ -171,6 +171,7 @@ CellGrid make_grid(const std::vector<const std::vector<Box>*>& box_lists) {
 // producer instructions (global indices, sorted) that write a cell it reads.
 struct EdgeDeps {
   int producer = -1;                        // index into Program::nodes
+  bool late = false;                        // the consumer reads this input late (IType::late_input)
   int64_t consumer_start = 0, consumer_count = 0;
   std::vector<std::vector<int32_t>> sets;   // distinct sets, in first-use order (empty: merged away)
   std::vector<int> set_of;                  // per consumer instruction: index into sets, -1 for none
@@ -341,7 +342,9 @@ void phase3_barriers(ScheduleState& st) {
     const Node& cn = dag.nodes[prog.nodes[c].node];
     for (size_t k = 0; k < cn.inputs.size(); ++k) {
       const int p = st.sched_of[cn.inputs[k].node];
-      if (p >= 0) edges.push_back(edge_deps(st, static_cast<int>(c), k, p));  // p < 0: a graph input
+      if (p < 0) continue;  // a graph input
+      edges.push_back(edge_deps(st, static_cast<int>(c), k, p));
+      edges.back().late = cn.itype->late_input(static_cast<int>(k));
     }
   }
   std::vector<int> reuse_arrivals(total, 0);
@@ -368,7 +371,15 @@ void phase3_barriers(ScheduleState& st) {
         }
         b = bit->second;
       }
-      add_src(st.barriers[ed.consumer_start + i].src_input, b, prog.barriers[b].target);
+      // A barrier an early input needs too stays early: the loads wait for it anyway.
+      auto& ib = st.barriers[ed.consumer_start + i];
+      const auto is_b = [b](const auto& pr) { return pr.first == b; };
+      if (ed.late) {
+        if (std::none_of(ib.src_input.begin(), ib.src_input.end(), is_b)) add_src(ib.src_late, b, prog.barriers[b].target);
+      } else {
+        std::erase_if(ib.src_late, is_b);
+        add_src(ib.src_input, b, prog.barriers[b].target);
+      }
     }
   }
 
@@ -387,7 +398,7 @@ void phase3_barriers(ScheduleState& st) {
 
   if (st.opt.drop_barrier >= 0)
     for (auto& ib : st.barriers)
-      for (auto* v : {&ib.src_input, &ib.src_reuse})
+      for (auto* v : {&ib.src_input, &ib.src_late, &ib.src_reuse})
         std::erase_if(*v, [&](const auto& pr) { return pr.first == st.opt.drop_barrier; });
 }
 

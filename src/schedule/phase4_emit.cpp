@@ -51,12 +51,12 @@ void phase4_emit(ScheduleState& st) {
       std::copy(idx.begin(), idx.end(), inst.indices);
 
       const auto& b = st.barriers[g];
-      const size_t nsrc = b.src_input.size() + b.src_reuse.size(), ndst = b.dst_input.size() + b.dst_reuse.size();
+      const size_t nsrc = b.src_input.size() + b.src_late.size() + b.src_reuse.size(), ndst = b.dst_input.size() + b.dst_reuse.size();
       if (nsrc > kMaxSrcBarriers || ndst > kMaxDstBarriers)
         fail("node '", ns.name, "' (", ns.itype->str(), "), instruction ", g, ": needs ", nsrc, " source and ", ndst,
              " destination barriers, at most ", kMaxSrcBarriers, " and ", kMaxDstBarriers);
       int k = 0;
-      for (const auto* list : {&b.src_input, &b.src_reuse})
+      for (const auto* list : {&b.src_input, &b.src_late, &b.src_reuse})
         for (const auto& [id, target] : *list) {
           inst.src_barriers[k] = static_cast<uint32_t>(id);
           inst.src_targets[k++] = target;
@@ -64,10 +64,11 @@ void phase4_emit(ScheduleState& st) {
       k = 0;
       for (const auto* list : {&b.dst_input, &b.dst_reuse})
         for (int id : *list) inst.dst_barriers[k++] = static_cast<uint32_t>(id);
-      inst.num_src_input = static_cast<uint8_t>(b.src_input.size());
+      inst.num_src_input = static_cast<uint8_t>(b.src_input.size() + b.src_late.size());
+      inst.num_src_late = static_cast<uint8_t>(b.src_late.size());
       inst.num_src_reuse = static_cast<uint8_t>(b.src_reuse.size());
-      inst.num_dst_input = static_cast<uint8_t>(b.dst_input.size());
-      inst.num_dst_reuse = static_cast<uint8_t>(b.dst_reuse.size());
+      inst.num_dst_input = b.dst_input.size() & 15;  // each <= kMaxDstBarriers (checked above)
+      inst.num_dst_reuse = b.dst_reuse.size() & 15;
     }
   }
 }

@@ -27,13 +27,22 @@ struct ScheduleState {
   std::vector<ReuseEvent> reuse_events;
   // Per global instruction index, filled by phase 3.
   struct Barriers {
-    std::vector<std::pair<int, int>> src_input, src_reuse;  // (barrier, target)
+    // (barrier, target); src_late: input barriers only late inputs need (IType::late_input)
+    std::vector<std::pair<int, int>> src_input, src_late, src_reuse;
     std::vector<int> dst_input, dst_reuse;
   };
   std::vector<Barriers> barriers;
 };
 
+// Phase 0 (before the seed's four): the DAG with every Gemm that Gemm::split_k cuts along K replaced by
+// a chain of Gemms, each adding the previous one's output as its bias (src/schedule/phase0_split_k.cpp).
+DAG phase0_split_k(const DAG&, const ScheduleOptions&);
 void phase1_count_and_place(ScheduleState&);
+// Per DAG node: the N of every Gemm (not swiglu: its tiles have one width) reading the same rows of A
+// as it (any K range), when there are several (NodeInfo::gemm_group_n); empty otherwise.
+std::vector<std::vector<int64_t>> gemm_groups(const DAG&);
+// Compute node `n` as its IType sees it (phase 1's NodeInfo).
+NodeInfo node_info(const DAG&, const Node& n, const ScheduleOptions&, std::vector<int64_t> group_n);
 void phase2_assign_slots(ScheduleState&);
 void phase3_barriers(ScheduleState&);
 void phase4_emit(ScheduleState&);

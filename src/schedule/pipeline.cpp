@@ -1,4 +1,5 @@
-// schedule(): the four phases of seed §04, in order. Each phase consumes the previous one's output.
+// schedule(): phase 0 (split-K, a DAG rewrite), then the four phases of seed §04, in order. Each phase
+// consumes the previous one's output.
 #include <chrono>
 
 #include "ir/error.h"
@@ -12,12 +13,15 @@ Program schedule(const DAG& dag, const ScheduleOptions& opt) {
   if (opt.profile.num_sms % opt.cluster_size != 0)
     fail("schedule: the SM count (", opt.profile.num_sms, ") must be a multiple of cluster_size (",
          opt.cluster_size, ") so that cluster pairs line up in the per-SM table");
-  ScheduleState st(dag, opt);
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const DAG split = phase0_split_k(dag, opt);
+  const double split_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  ScheduleState st(split, opt);
   st.prog.name = dag.name;
   st.prog.profile = opt.profile;
   st.prog.cluster_size = opt.cluster_size;
-
-  using clock = std::chrono::steady_clock;
+  st.prog.phase_ms.emplace_back("phase 0: split-K", split_ms);
   auto timed = [&](const char* name, void (*phase)(ScheduleState&)) {
     const auto t0 = clock::now();
     phase(st);

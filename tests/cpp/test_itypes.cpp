@@ -891,6 +891,29 @@ TEST(GemmIType, TileWidthOfGemmsSharingA) {
   expect_exact_cover(g, q);
 }
 
+TEST(GemmIType, SplitKDecision) {
+  // src/itypes/gemm.cpp Gemm::split_k. A 1B layer's down projection (1024 x 2048, K 8192, cluster 2):
+  // one wave of 128 narrow tiles (128 + 3 steps at 0.77) vs two pieces of 64 wide tiles sharing one wave
+  // (64 + 3 steps, plus the chain): 2. The 8B's (2048 x 4096, K 14336) fills two waves of wide tiles
+  // either way: 1. Gemms sharing A (q, k, v), swiglu and a profile with gemm_split_k = 1: never.
+  const Gemm g;
+  EXPECT_EQ(g.split_k(gemm_node({1024, 8192}, {8192, 2048}, Profile::h200(), 2)), 2);
+  EXPECT_EQ(g.split_k(gemm_node({2048, 14336}, {14336, 4096}, Profile::h200(), 2)), 1);
+  EXPECT_EQ(g.split_k(gemm_node({4096, 4096}, {4096, 4096}, Profile::h200(), 2)), 1);
+  // A long K over few tiles takes the most pieces the chain penalty allows: 256 x 256, K 4096 -> 4.
+  EXPECT_EQ(g.split_k(gemm_node({256, 4096}, {4096, 256}, Profile::h200(), 1)), 4);
+  NodeInfo q = gemm_node({1024, 8192}, {8192, 2048}, Profile::h200(), 2);
+  q.gemm_group_n = {2048, 512, 512};
+  EXPECT_EQ(g.split_k(q), 1);
+  Profile off = Profile::h200();
+  off.gemm_split_k = 1;
+  EXPECT_EQ(g.split_k(gemm_node({1024, 8192}, {8192, 2048}, off, 2)), 1);
+  // K too short to give a second piece a k-tile of its own.
+  EXPECT_EQ(g.split_k(gemm_node({128, 64}, {64, 128}, Profile::h200(), 1)), 1);
+  EXPECT_EQ(Gemm::split_k_chunk(3000, 3, 64), 1024);
+  EXPECT_EQ(Gemm::split_k_chunk(8192, 2, 64), 4096);
+}
+
 TEST(GemmIType, SeedMlpOnB200) {
   const Gemm g;
   const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::b200(), 2);

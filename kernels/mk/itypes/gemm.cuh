@@ -54,7 +54,8 @@
 //   staged, so its accumulator registers die as the bias registers are needed (initialising the
 //   accumulator with the bias before the k-loop spilled, or serialized the wgmma). They wait on the
 //   instruction's input barriers themselves first (the loader's wait does not order the consumers'
-//   generic loads). Addresses are clamped into the m_rows x n_cols tile (the rows and columns
+//   generic loads); the bias is a late input (docs/instruction.md), so the loader does not wait for it
+//   and the mainloop of a split-K chain's next split runs while the split it adds is still computing. Addresses are clamped into the m_rows x n_cols tile (the rows and columns
 //   outside it are never stored).
 // - SWIGLU (`swiglu`): D = silu(A @ B) * (A @ B2), a tile of at most 128 output columns. Boxes 0, 1 of
 //   the B stage hold B's columns [n0, n0 + 128), boxes 2, 3 the same columns of B2 (its tensor map, B's
@@ -216,7 +217,7 @@ struct GemmT {
           if (ok) page_finish(c, lid);
         }
     if (!warp_ok(c, ok)) return;
-    if (!wait_inputs(c)) return;
+    if (!wait_early_inputs(c)) return;  // A, B (and B2); the bias is a late input
 
     const bool mc = multicast(d);
     mark(c, kEvFlags, mc ? 1 : 0);
