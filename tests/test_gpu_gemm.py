@@ -90,6 +90,18 @@ def g_two(x, w1, w2):  # a Gemm feeding a Gemm: global barriers between TMA stor
     return (x @ w1) @ w2
 
 
+def g_act_relu_bias_full(c, x, w):  # the seed MLP's layer: Gemm(bias_full,act=relu)
+    return torch.relu(torch.addmm(c, x, w))
+
+
+def g_act_gelu_tanh_linear(x, w, b):  # Gemm(tb,bias_row,act=gelu_tanh)
+    return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b), approximate="tanh")
+
+
+def g_act_silu_tb(x, w):  # Gemm(tb,act=silu)
+    return torch.nn.functional.silu(x @ w.t())
+
+
 # name -> (fn, input shapes); Gemm shapes are M x N x K.
 CASES = {
     "mm_512x256x64": (g_mm, [(512, 64), (64, 256)]),
@@ -125,6 +137,10 @@ FLAG_CASES = {
     "sliced_k_ta_tb": (g_sliced_k_t, [(256, 304), (384, 256)], 1),
     "bias_full_sliced": (g_bias_sliced, [(310, 528), (300, 256), (256, 520)], 2),
     "bias_row_stacked_tb": (g_bias_stacked, [(3, 264), (100, 320), (264, 320)], 1),
+    # `act` (src/trace/fuse_gemm_act.h): the activation after the bias, before the rounding
+    "act_relu_bias_full_512x512x512": (g_act_relu_bias_full, [(512, 512), (512, 512), (512, 512)], 1),
+    "act_gelu_tanh_linear_1000x768x512": (g_act_gelu_tanh_linear, [(1000, 512), (768, 512), (768,)], 2),
+    "act_silu_tb_300x520x256": (g_act_silu_tb, [(300, 256), (520, 256)], 1),
 }
 
 
@@ -191,6 +207,8 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
     fn, shapes, _ = FLAG_CASES[case]  # the cluster size is part of the cached program
     program = _flag_program(case, tile_n)
     assert any(n.startswith("Gemm(") for n in program.icodes), program.icodes  # a flagged Gemm
+    assert case.startswith("act_") == any("act=" in n for n in program.icodes), program.icodes
+    assert not any(n.startswith("Elementwise") for n in program.icodes), program.icodes
     _launch_twice_and_check(case, program, fn, shapes, global_queue)
 
 

@@ -128,7 +128,7 @@ def stacked_t_inputs(M_=128, H=256, layers=3):
 def test_stacked_weight_mlp():
     args = stacked_inputs()
     check_close(megakittens.compile(stacked_mlp)(*args), stacked_mlp(*args))
-    assert _gemm_itypes() == ["Gemm(tb,bias_row)"] * 3
+    assert _gemm_itypes() == ["Gemm(tb,bias_row,act=relu)"] * 3  # relu folded into the epilogue
     args = stacked_t_inputs()
     check_close(megakittens.compile(stacked_mlp_t)(*args), stacked_mlp_t(*args))
     assert _gemm_itypes() == ["Gemm(tb)"] * 3
@@ -279,6 +279,9 @@ SPLIT_K_CASES = {
                                      ["Gemm(tb,bias_row)", "Gemm(tb,bias_full)"]),
     "residual_ta_tb_1024x2048x8192": (residual_xt_yt, [(1024, 2048), (8192, 1024), (2048, 8192)],
                                       ["Gemm(ta,tb)", "Gemm(ta,tb,bias_full)"]),
+    # the activation applies to the sum: only the last piece carries it
+    "mm_relu_256x256x4096": (lambda a, b: torch.relu(a @ b), [(256, 4096), (4096, 256)],
+                             ["Gemm"] + ["Gemm(bias_full)"] * 2 + ["Gemm(bias_full,act=relu)"]),
     # K 3000 in three pieces: 1024 + 1024 + 952 (the last k-tile of the last piece is a tail)
     "addmm_k_tail_128x520x3000": (addmm_tail, [(128, 520), (128, 3000), (3000, 520)], ["Gemm(bias_full)"] * 3),
 }
@@ -310,3 +313,35 @@ def test_split_k_chain(case):
     from test_gpu_kernels import program_for
     one = program_for(fn, shapes, cluster_size=2, split_k=1)
     assert sum(n.itype.startswith("Gemm") for n in one.nodes) == 1
+
+
+# Activation epilogue (src/trace/fuse_gemm_act.h): a unary op on a Gemm's whole output, read by nothing
+# else, becomes the Gemm's `act` flag.
+@pytest.mark.parametrize("act,fn", [
+    ("relu", torch.relu),
+    ("gelu", F.gelu),
+    ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
+    ("silu", F.silu),
+    ("sigmoid", torch.sigmoid),
+    ("tanh", torch.tanh),
+])
+def test_activation_folds_into_the_gemm(act, fn):
+    lin = torch.nn.Linear(K, N).to(BF16).requires_grad_(False)
+    with torch.no_grad():
+        lin.weight.copy_(randn(N, K, scale=K ** -0.5))
+        lin.bias.copy_(randn(N))
+    x = randn(M, K)
+    f = lambda t: fn(lin(t))
+    check_close(megakittens.compile(f)(x), f(x))
+    assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == [f"Gemm(tb,bias_row,act={act})"]
+
+
+def test_activation_with_other_readers_stays_apart():
+    """The Gemm's output is also returned (and a scalar op is not an activation): nothing folds."""
+    def fn(x, w):
+        y = x @ w.t()
+        return torch.relu(y), y, (x @ w.t()) * 2.0
+    args = [randn(M, K), randn(N, K, scale=K ** -0.5)]
+    check_close(megakittens.compile(fn)(*args), fn(*args))
+    itypes = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    assert "ElementwiseUnary(ops=relu)" in itypes and not any("act=" in t for t in itypes), itypes

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "ir/error.h"
+#include "itypes/elementwise.h"
 
 namespace mk {
 
@@ -53,6 +54,7 @@ std::string Gemm::params() const {
   if (flags_.bias == Bias::row) add("bias_row");
   if (flags_.bias == Bias::full) add("bias_full");
   if (flags_.swiglu) add("swiglu");
+  if (!flags_.act.empty()) add(("act=" + flags_.act).c_str());
   return p;
 }
 
@@ -118,6 +120,12 @@ void require_gemm_view(const NodeInfo& n, const char* what, const Operand& op, b
 
 void Gemm::validate(const NodeInfo& n) const {
   const bool has_bias = flags_.bias != Bias::none;
+  if (!flags_.act.empty()) {
+    const UnaryStep act = UnaryStep::parse(flags_.act);
+    if (act.has_k || act.op == UnaryStep::Op::identity || flags_.swiglu)
+      fail("node '", n.name, "' (", n.target, "): the Gemm epilogue's activation must be a unary op without a "
+           "constant and not identity, on a Gemm without swiglu, got act=", flags_.act, " (flags ", params(), ")");
+  }
   if (has_bias && flags_.swiglu)
     fail("node '", n.name, "' (", n.target, "): the 'swiglu' Gemm has no bias epilogue (got flags ", params(), ")");
   require_inputs(n, has_bias || flags_.swiglu ? 3 : 2);

@@ -14,10 +14,13 @@ class Gemm final : public IType {
   // last two dims swapped (A^T stored row-major, e.g. `x.t() @ y`); transpose_b likewise (`x @ W.T`).
   // swiglu: D = silu(A @ B) * (A @ B2), a third input B2 (the "up" weight of a SwiGLU MLP, Shazeer 2020,
   // "GLU Variants Improve Transformer") seen exactly as B is on its own backing; no bias.
+  // act: an ElementwiseUnary op without a constant ("relu", "gelu", ...; "" = none) applied in fp32
+  // after the bias, before the rounding (src/trace/fuse_gemm_act.h folds it in); not with swiglu.
   struct Flags {
     bool transpose_a = false, transpose_b = false;
     Bias bias = Bias::none;
     bool swiglu = false;
+    std::string act;
     bool operator==(const Flags&) const = default;
   };
 
@@ -26,7 +29,7 @@ class Gemm final : public IType {
   const Flags& flags() const { return flags_; }
 
   std::string name() const override { return "Gemm"; }
-  // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu"; "" for plain A @ B.
+  // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu", "act=<op>"; "" for plain A @ B.
   std::string params() const override;
   void validate(const NodeInfo&) const override;
   // Batch dims straight, the last two straight or (A, B, swiglu's B2) swapped; no broadcast (require_gemm_view).

@@ -109,7 +109,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
     // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200); a swiglu
     // tile's B panel is 128 columns of B and 128 of B2 (gemm_n 256). Flags become the template
-    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU> (kernels/mk/itypes/gemm.cuh).
+    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU, ACT> (kernels/mk/itypes/gemm.cuh).
     const bool narrow_ok = profile.gemm_n_narrow == 0 || profile.gemm_n_narrow == 128;
     const Gemm::Flags& f = g->flags();
     if (profile.gemm_cta_m == 128 && (profile.gemm_n == 256 || (profile.gemm_n == 128 && !f.swiglu)) && narrow_ok &&
@@ -119,7 +119,8 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
           (kGemmBiasOnDevice || f.bias == Gemm::Bias::none)) {
         const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias == Gemm::Bias::full ? 2 : 0;
         return std::string("mk::GemmT<") + (f.transpose_a ? "true" : "false") + ", " +
-               (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias) + (f.swiglu ? ", true>" : ">");
+               (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias) +
+               (!f.act.empty() ? ", false, mk::Unary::" + UnaryStep::parse(f.act).name + ">" : f.swiglu ? ", true>" : ">");
       }
     }
   }

@@ -55,6 +55,7 @@ DAG phase0_split_k(const DAG& dag, const ScheduleOptions& opt) {
       part.inputs[0].range = part.inputs[0].range.slice(-1, k0, k1);
       part.inputs[1].range = part.inputs[1].range.slice(-2, k0, k1);
       Gemm::Flags fs = f;
+      if (s + 1 < S) fs.act.clear();  // the activation applies to the whole sum: the last piece
       if (s > 0) {
         fs.bias = Gemm::Bias::full;
         const Edge bias{prev, 0, TensorRange::full(n.outputs[0].shape)};

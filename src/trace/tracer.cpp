@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 #include "itypes/copy.h"
+#include "trace/fuse_gemm_act.h"
 #include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_residual.h"
 #include "trace/fuse_rms_norm.h"
@@ -450,7 +451,9 @@ std::vector<bool> live_from_output(const FxGraph& g) {
 
 DAG trace(const FxGraph& g) {
   const FxGraph fused = fused_graph(g);
-  return Tracer(fused).run();
+  DAG dag = Tracer(fused).run();
+  fuse_gemm_act(dag);
+  return dag;
 }
 
 }  // namespace mk

@@ -914,6 +914,19 @@ TEST(GemmIType, SplitKDecision) {
   EXPECT_EQ(Gemm::split_k_chunk(8192, 2, 64), 4096);
 }
 
+TEST(GemmIType, ActivationFlag) {
+  // `act` (src/trace/fuse_gemm_act.h): any unary op without a constant, named in params and the icode.
+  Gemm::Flags f;
+  f.act = "gelu_tanh";
+  const NodeInfo n = gemm_node({256, 128}, {128, 256}, Profile::h200(), 1);
+  Gemm(f).validate(n);
+  EXPECT_EQ(Gemm(f).params(), "act=gelu_tanh");
+  for (const char* bad : {"mul_scalar:2", "identity", "nope"}) {
+    f.act = bad;
+    EXPECT_THROW(Gemm(f).validate(n), CompileError) << bad;
+  }
+}
+
 TEST(GemmIType, SeedMlpOnB200) {
   const Gemm g;
   const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::b200(), 2);

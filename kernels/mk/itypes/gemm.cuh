@@ -62,6 +62,8 @@
 //   coordinates: the host requires both views to sit alike on their backings), so one m64n256k16 puts
 //   B's column j in accumulator column j and B2's in j + 128: the same thread, register 64 further. The
 //   epilogue computes silu(g) * u in fp32 and rounds once.
+// - ACT (`act=relu`, `gelu`, ...): the activation of the ElementwiseUnary the tracer folded in
+//   (src/trace/fuse_gemm_act.h), applied in fp32 after the bias, before the one rounding.
 // The tensor maps are unchanged: every operand is TMA'd in 64x64 boxes of its own backing.
 //
 // [Note: gemm multicast] The two ranks of a cluster tile (consecutive instructions, run by the two CTAs
@@ -90,15 +92,18 @@
 // the tensor's edges and TMA clipping is exact.
 #pragma once
 #include "mk/tile.cuh"
+#include "mk/unary.cuh"
 
 namespace mk {
 
 // TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full;
-// SWIGLU: flag `swiglu` (B2 is source 2).
-template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false>
+// SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias.
+template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, Unary ACT = Unary::identity>
 struct GemmT {
   static_assert(BIAS >= 0 && BIAS <= 2, "BIAS: 0 none, 1 row, 2 full");
   static_assert(!(SWIGLU && BIAS), "the swiglu Gemm has no bias");
+  static_assert(!(SWIGLU && ACT != Unary::identity), "the swiglu Gemm has no activation");
+  static_assert(!kUnaryHasK<ACT>, "an activation without a constant");
   static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
   static constexpr int kEpiLid = 6;
   // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows(+pair) n_cols K
@@ -441,6 +446,7 @@ struct GemmT {
       for (int h = 0; h < 2; ++h) {
         float x0 = acc[4 * i + 2 * h], x1 = acc[4 * i + 2 * h + 1];
         if constexpr (BIAS != 0) x0 += bv[h].x, x1 += bv[h].y;
+        if constexpr (ACT != Unary::identity) x0 = unary<ACT>(x0), x1 = unary<ACT>(x1);
         if constexpr (SWIGLU) {
           x0 = silu(x0) * acc[N / 4 + 4 * i + 2 * h];
           x1 = silu(x1) * acc[N / 4 + 4 * i + 2 * h + 1];

@@ -1,7 +1,9 @@
 // CPU reference semantics of Gemm (docs/itypes.md): D rows = A rows @ B panel (+ bias), accumulated over
-// all K in fp32 and rounded to bf16 once on store; swiglu: silu(A @ B) * (A @ B2) in fp32, one rounding.
+// all K in fp32 (+ bias, then the act) and rounded to bf16 once on store; swiglu: silu(A @ B) * (A @ B2)
+// in fp32, one rounding.
 // Transposed operands are loaded as the backing box they occupy and transposed here.
 #include "itypes/gemm.h"
+#include "itypes/elementwise.h"
 
 #include <cmath>
 
@@ -69,6 +71,10 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
     const std::vector<float> c = ctx.load(slot, tile_box(o, row ? 1 : m_rows, n_cols));
     for (int64_t m = 0; m < m_rows; ++m)
       for (int64_t n = 0; n < n_cols; ++n) d[m * n_cols + n] += c[(row ? 0 : m * n_cols) + n];
+  }
+  if (!flags_.act.empty()) {  // the folded activation, in fp32 before the rounding
+    const UnaryStep act = UnaryStep::parse(flags_.act);
+    for (float& x : d) x = act.apply(x);
   }
   ctx.store(in.dst_tensors[0], tile_box(d0, m_rows, n_cols), d);
 }

@@ -1,0 +1,51 @@
+// The fp32 unary functions shared by ElementwiseUnary and the Gemm epilogue's activation (`act`):
+// one body per host UnaryStep op (src/itypes/elementwise.h), matching the CPU reference.
+#pragma once
+
+namespace mk {
+
+// Names as the host's UnaryStep (src/itypes/elementwise.h): codegen emits mk::Unary::<host op name>.
+enum class Unary {
+  identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt,
+  silu, gelu, gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square,
+  add_scalar, mul_scalar, div_scalar, pow_scalar, clamp_min, clamp_max,  // read a constant k
+};
+
+template <Unary U>
+inline constexpr bool kUnaryHasK = U >= Unary::add_scalar;
+
+// fp32, the host reference's functions (accurate ones where it matters: erff, tanhf, sinf, cosf, powf).
+template <Unary U>
+__device__ __forceinline__ float unary(float x, float k = 0.f) {
+  if constexpr (U == Unary::identity) return x;
+  else if constexpr (U == Unary::relu) return x < 0.f ? 0.f : x;  // keeps NaN, as torch.relu
+  else if constexpr (U == Unary::abs) return fabsf(x);
+  else if constexpr (U == Unary::exp) return __expf(x);
+  else if constexpr (U == Unary::exp2) return exp2f(x);
+  else if constexpr (U == Unary::log) return __logf(x);
+  else if constexpr (U == Unary::log2) return log2f(x);
+  else if constexpr (U == Unary::neg) return -x;
+  else if constexpr (U == Unary::sqrt) return sqrtf(x);
+  else if constexpr (U == Unary::rsqrt) return rsqrtf(x);
+  else if constexpr (U == Unary::silu) return __fdiv_rn(x, 1.f + __expf(-x));
+  else if constexpr (U == Unary::gelu) return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+  else if constexpr (U == Unary::gelu_tanh) {
+    const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);  // sqrt(2/pi)
+    return 0.5f * x * (1.f + tanhf(inner));
+  }
+  else if constexpr (U == Unary::sigmoid) return __frcp_rn(1.f + __expf(-x));
+  else if constexpr (U == Unary::tanh) return tanhf(x);
+  else if constexpr (U == Unary::cos) return cosf(x);
+  else if constexpr (U == Unary::sin) return sinf(x);
+  else if constexpr (U == Unary::reciprocal) return __frcp_rn(x);
+  else if constexpr (U == Unary::square) return x * x;
+  else if constexpr (U == Unary::add_scalar) return x + k;
+  else if constexpr (U == Unary::mul_scalar) return x * k;
+  else if constexpr (U == Unary::div_scalar) return __fdiv_rn(x, k);  // exact, as eager x / k
+  else if constexpr (U == Unary::pow_scalar) return powf(x, k);
+  else if constexpr (U == Unary::clamp_min) return x < k ? k : x;  // NaN stays NaN, as torch.clamp_min
+  else if constexpr (U == Unary::clamp_max) return x > k ? k : x;
+  else static_assert(U == Unary::identity, "mk::unary: an mk::Unary without a body");
+}
+
+}  // namespace mk
