@@ -16,6 +16,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 import megakittens.ops  # noqa: F401
 from megakittens import _C, fx_export, gpu
+from megakittens.options import Options
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -85,7 +86,8 @@ def program_for(fn, example_args, cluster_size=1, name="bench"):
     fake = [a.detach().cpu() for a in example_args]
     gm = make_fx(fn, tracing_mode="fake")(*fake)
     dag = _C.trace(fx_export.export_graph(gm, name))
-    return _C.schedule(dag, _C.Profile.by_name("h200", gpu.num_ctas(cluster_size)), cluster_size=cluster_size)
+    # Options.profile: this GPU's h200 profile with MEGAKITTENS_PROFILE's overrides (A/B runs).
+    return _C.schedule(dag, Options(cluster_size=cluster_size).profile(), cluster_size=cluster_size)
 
 
 class MkRunner:

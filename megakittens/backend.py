@@ -91,7 +91,7 @@ def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, nam
         if options.verbose:
             _log(f"saved {path}")
 
-    profile = _C.Profile.by_name(*options.profile_args())
+    profile = options.profile()
     program = _C.schedule(dag, profile, cluster_size=options.cluster_size)
     if options.verbose:
         for phase, ms in program.phase_ms:
@@ -136,7 +136,7 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
     whole = ""
     if not issues:
         try:
-            _C.schedule(_C.trace(graph), _C.Profile.by_name(*options.profile_args()), cluster_size=options.cluster_size)
+            _C.schedule(_C.trace(graph), options.profile(), cluster_size=options.cluster_size)
         except _C.CompileError as e:
             whole = str(e)
         if not whole:

@@ -109,7 +109,7 @@ def _supported_nodes(gm: torch.fx.GraphModule, graph: Any, options: Options) -> 
     """(supported nodes, reason per unsupported op node, owner per node index) for ``gm``."""
     nodes = list(gm.graph.nodes)
     owner, units = _C.op_units(graph)
-    profile = _C.Profile.by_name(*options.profile_args())
+    profile = options.profile()
     device_bodies = _needs_device_bodies(gm, profile)
     if graph.is_backward:  # no op of a backward graph compiles: the tracer's one message says why
         try:
@@ -159,7 +159,7 @@ def _whole_graph(gm: torch.fx.GraphModule, options: Options, name: str, is_backw
     if is_backward:
         return None
     graph = fx_export.export_graph(gm, name, is_backward, contiguous_inputs=True)
-    profile = _C.Profile.by_name(*options.profile_args())
+    profile = options.profile()
     if _needs_device_bodies(gm, profile):
         try:
             program = _C.schedule(_C.trace(graph), profile, cluster_size=options.cluster_size)

@@ -7,6 +7,8 @@ from typing import Optional
 import torch
 
 TARGETS = (None, "b200", "h200")
+# Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces.
+PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k")
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")
 
@@ -37,6 +39,21 @@ class Options:
         if self.fallback not in FALLBACKS:
             raise ValueError(f"megakittens: fallback must be None (compile the whole graph or raise) or 'eager' "
                              f"(unsupported ops run as torch ops between megakernels), got {self.fallback!r}")
+
+    def profile(self):
+        """The target ``_C.Profile`` (``profile_args``), with the overrides of the environment variable
+        ``MEGAKITTENS_PROFILE="gemm_split_k=1,gemm_n_narrow=0"`` (fields in PROFILE_OVERRIDES, int values)
+        applied. Raises ValueError naming a malformed entry or an unknown field."""
+        import os  # noqa: PLC0415
+        from megakittens import _C  # noqa: PLC0415
+        p = _C.Profile.by_name(*self.profile_args())
+        for item in filter(None, (s.strip() for s in os.environ.get("MEGAKITTENS_PROFILE", "").split(","))):
+            key, _, value = item.partition("=")
+            if key not in PROFILE_OVERRIDES or not value.lstrip("-").isdigit():
+                raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {item!r} must be <field>=<int> with field "
+                                 f"one of {', '.join(PROFILE_OVERRIDES)}")
+            setattr(p, key, int(value))
+        return p
 
     def profile_args(self) -> tuple[str, int]:
         """(profile name, num_sms) for ``_C.Profile.by_name``; num_sms 0 keeps the profile's default.

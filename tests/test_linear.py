@@ -345,3 +345,18 @@ def test_activation_with_other_readers_stays_apart():
     check_close(megakittens.compile(fn)(*args), fn(*args))
     itypes = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
     assert "ElementwiseUnary(ops=relu)" in itypes and not any("act=" in t for t in itypes), itypes
+
+
+def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
+    """MEGAKITTENS_PROFILE overrides profile fields for A/B runs: gemm_split_k=1 keeps one Gemm; a field it
+    does not allow, or a value that is not an int, is a ValueError naming the entry."""
+    fn = lambda a, b: a @ b  # noqa: E731
+    args = [randn(256, 4096, scale=4096 ** -0.5), randn(4096, 256)]
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", "gemm_split_k=1")
+    check_close(megakittens.compile(fn)(*args), fn(*args))
+    assert _gemm_itypes() == ["Gemm"]
+    for bad in ("num_sms=4", "gemm_split_k=two", "gemm_split_k"):
+        monkeypatch.setenv("MEGAKITTENS_PROFILE", bad)
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="MEGAKITTENS_PROFILE entry"):
+            megakittens.compile(fn)(*args)
