@@ -67,6 +67,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     """
     if options.verbose:
         _print_graph(gm, name, is_backward)
+    fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))

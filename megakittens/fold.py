@@ -5,6 +5,10 @@ causal masks Hugging Face builds from them, ``scalar_tensor``...) is evaluated o
 an SDPA whose ``attn_mask`` evaluates to the causal mask becomes ``is_causal=True`` without a mask (the
 Attention instruction type has no masks), and every other folded tensor that a remaining node reads
 becomes a ``get_attr`` constant of ``gm``, which the tracer treats as a graph input.
+
+``drop_empty_cat_operands(gm)``: ``aten.cat`` skips 1-D empty operands (torch's legacy rule); Hugging Face's
+KV cache starts as such a tensor, so a prefill with ``use_cache=True`` concatenates the new keys onto one.
+Those operands go, and a cat left with one operand becomes that operand.
 """
 from __future__ import annotations
 
@@ -93,6 +97,37 @@ def _drop_causal_masks(gm: torch.fx.GraphModule, env: dict) -> int:
         node.args, node.kwargs = tuple(args), kwargs
         count += 1
     return count
+
+
+def _empty_1d(node, dtype) -> bool:
+    v = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return isinstance(v, torch.Tensor) and v.dim() == 1 and v.numel() == 0 and v.dtype == dtype
+
+
+def drop_empty_cat_operands(gm: torch.fx.GraphModule) -> int:
+    """See the module doc; returns how many operands were dropped. Only operands of the cat's own dtype go
+    (an empty operand of another dtype would still take part in type promotion)."""
+    dropped = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten.cat.default or not node.args:
+            continue
+        out = node.meta.get("val")
+        tensors = node.args[0]
+        if not isinstance(out, torch.Tensor) or not isinstance(tensors, (list, tuple)):
+            continue
+        keep = [t for t in tensors if not _empty_1d(t, out.dtype)]
+        if len(keep) == len(tensors) or not keep:
+            continue
+        dropped += len(tensors) - len(keep)
+        only = keep[0].meta.get("val") if len(keep) == 1 and isinstance(keep[0], torch.fx.Node) else None
+        if isinstance(only, torch.Tensor) and only.shape == out.shape and only.dtype == out.dtype:
+            node.replace_all_uses_with(keep[0])
+        else:
+            node.args = (keep,) + tuple(node.args[1:])
+    if dropped:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return dropped
 
 
 def fold_constants(gm: torch.fx.GraphModule) -> int:

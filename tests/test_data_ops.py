@@ -79,6 +79,16 @@ def test_cat_rotate_half_of_a_transposed_view():
     assert _itypes().count("Copy(src=13)") == 2
 
 
+def test_cat_skips_empty_1d_operands():
+    """torch.cat skips 1-D empty operands (the KV cache Hugging Face starts from): they go before tracing
+    (a zero-size tensor has no slot), and a cat left with one operand is that operand."""
+    def f(x, y):
+        empty = torch.tensor([], dtype=BF16)
+        return torch.cat([empty, torch.neg(x)], dim=-2), torch.cat([torch.neg(x), empty, y], dim=-2)
+    _check(f, randn(2, 40, 64), randn(2, 8, 64))
+    assert _itypes().count("Cat(dim=2)") == 1, _itypes()
+
+
 # ---- casts and fp32 math ------------------------------------------------------------------------------
 
 def test_fp32_math_between_casts():

@@ -123,6 +123,19 @@ def test_hf_llama_model_matches_eager():
     assert err <= HIDDEN_TOL, f"relative error {err:.3g}"
 
 
+def test_hf_llama_model_default_call_returns_the_kv_cache():
+    """model(ids) as users write it: use_cache defaults to True, so the prefill also returns every layer's
+    keys and values, concatenated onto an empty cache tensor (megakittens/fold.py drop_empty_cat_operands)."""
+    model = _hf_model("LlamaModel", layers=2)
+    ids = torch.randint(0, 512, (1, 64))
+    with torch.no_grad():
+        out, ref = megakittens.compile(model)(ids), model(ids)
+    assert rel_err(out.last_hidden_state, ref.last_hidden_state) <= HIDDEN_TOL
+    for got, want in zip(out.past_key_values.layers, ref.past_key_values.layers):
+        for a, b in ((got.keys, want.keys), (got.values, want.values)):
+            assert a.shape == b.shape and rel_err(a, b) <= HIDDEN_TOL, (a.shape, rel_err(a, b))
+
+
 @pytest.mark.gpu
 def test_tiny_example_on_cuda():
     """CUDA tensors: every instruction type has a device body, so the whole model runs as the megakernel
