@@ -136,6 +136,38 @@ def test_hf_llama_model_default_call_returns_the_kv_cache():
             assert a.shape == b.shape and rel_err(a, b) <= HIDDEN_TOL, (a.shape, rel_err(a, b))
 
 
+# Other decoder families built from Llama's parts: q/k/v biases (Qwen2), q/k RMSNorm (Qwen3), scaled
+# residuals and logits (Granite), sliding-window config (Mistral, window > seq), Gemma's (1 + w) fp32 RMSNorm
+# weight and GeGLU MLP (its norm stays decomposed: RMSNorm reads a weight in x's dtype).
+HF_FAMILIES = {
+    "mistral": ("MistralConfig", "MistralModel", {}),
+    "qwen2": ("Qwen2Config", "Qwen2Model", {}),
+    "qwen3": ("Qwen3Config", "Qwen3Model", {"head_dim": 64}),
+    "gemma": ("GemmaConfig", "GemmaModel", {"head_dim": 64}),
+    "granite": ("GraniteConfig", "GraniteModel", {}),
+}
+
+
+@pytest.mark.parametrize("family", sorted(HF_FAMILIES))
+def test_hf_decoder_families_match_eager(family):
+    transformers = pytest.importorskip("transformers")
+    cfg_name, model_name, extra = HF_FAMILIES[family]
+    if not hasattr(transformers, cfg_name):
+        pytest.skip(f"transformers {transformers.__version__} has no {cfg_name}")
+    cfg = getattr(transformers, cfg_name)(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                         **extra)
+    cfg._attn_implementation = "sdpa"
+    model = getattr(transformers, model_name)(cfg).to(torch.bfloat16).eval()
+    ids = torch.randint(0, 512, (1, 64))
+    fwd = lambda i: model(input_ids=i, use_cache=False).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        h, h_ref = megakittens.compile(fwd)(ids), fwd(ids)
+    err = rel_err(h, h_ref)
+    assert err <= HIDDEN_TOL, f"{family}: relative error {err:.3g}"
+    assert sum(n.itype.startswith("Attention") for n in mk_backend.dispatchers[-1].program.nodes) == 2
+
+
 @pytest.mark.gpu
 def test_tiny_example_on_cuda():
     """CUDA tensors: every instruction type has a device body, so the whole model runs as the megakernel

@@ -81,7 +81,10 @@ struct Matcher : FxMatch {
         }
     } else if (const FxArg* w = other_operand(un, m); w && w->is_node()) {  // weight in fp32, then cast (F.rms_norm)
       const int c = sole_user(u);
-      if (c < 0 || cast_dtype(&g.nodes[c]) != xm->dtype || !meta(node(*w))) return false;
+      // The weight itself must be in x's dtype (RMSNorm reads it so): Gemma's fp32 `1 + w.float()` is
+      // left to the decomposed ops.
+      if (c < 0 || cast_dtype(&g.nodes[c]) != xm->dtype || !meta(node(*w)) || meta(node(*w))->dtype != xm->dtype)
+        return false;
       weight = *w;
       result = c;
     } else {
