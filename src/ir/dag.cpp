@@ -22,6 +22,21 @@ int DAG::add_use_links() {
   return edges;
 }
 
+void DAG::fold_nodes(const std::vector<int>& into) {
+  std::vector<int> new_id(nodes.size(), -1);
+  std::vector<Node> kept;
+  for (Node& n : nodes) {
+    if (into[n.id] != n.id) continue;
+    for (Edge& e : n.inputs) e.node = new_id[into[e.node]];
+    new_id[n.id] = static_cast<int>(kept.size());
+    n.id = new_id[n.id];
+    kept.push_back(std::move(n));
+  }
+  nodes = std::move(kept);
+  add_use_links();
+  validate();
+}
+
 void DAG::validate() const {
   int outputs = 0;
   for (size_t k = 0; k < nodes.size(); ++k) {

@@ -51,6 +51,10 @@ struct DAG {
   // edge recorded on both endpoints, every range inside its tensor. Throws CompileError.
   void validate() const;
   int add_use_links();  // rebuilds `users` from `inputs`; returns the number of edges
+  // Removes every node k with into[k] != k after sending its readers to node into[k] (output 0 to output 0,
+  // the same ranges: the fusions fold a node into its producer, whose output takes the node's place),
+  // renumbers the ids, rebuilds `users` and validates. into[k] < k for a removed node.
+  void fold_nodes(const std::vector<int>& into);
 };
 
 }  // namespace mk

@@ -27,33 +27,19 @@ int foldable_gemm(const DAG& dag, const Node& u) {
 }  // namespace
 
 int fuse_gemm_act(DAG& dag) {
-  std::vector<bool> drop(dag.nodes.size(), false);
-  std::vector<int> target(dag.nodes.size());  // where reads of node k go
+  std::vector<int> into(dag.nodes.size());  // where reads of node k go
   int fused = 0;
   for (Node& u : dag.nodes) {
-    target[u.id] = u.id;
+    into[u.id] = u.id;
     const int g = foldable_gemm(dag, u);
     if (g < 0) continue;
     Gemm::Flags f = static_cast<const Gemm&>(*dag.nodes[g].itype).flags();
     f.act = static_cast<const ElementwiseUnary&>(*u.itype).ops()[0];
     dag.nodes[g].itype = std::make_shared<Gemm>(f);
-    drop[u.id] = true;
-    target[u.id] = g;
+    into[u.id] = g;
     ++fused;
   }
-  if (fused == 0) return 0;
-  std::vector<int> new_id(dag.nodes.size(), -1);
-  std::vector<Node> kept;
-  for (Node& n : dag.nodes) {
-    if (drop[n.id]) continue;
-    for (Edge& e : n.inputs) e.node = new_id[target[e.node]];
-    new_id[n.id] = static_cast<int>(kept.size());
-    n.id = new_id[n.id];
-    kept.push_back(std::move(n));
-  }
-  dag.nodes = std::move(kept);
-  dag.add_use_links();
-  dag.validate();
+  if (fused > 0) dag.fold_nodes(into);
   return fused;
 }
 
