@@ -83,7 +83,7 @@ def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, nam
     """trace -> schedule -> Dispatcher for one exported graph (``dry_run``: stop after scheduling and
     return None). Raises CompileError."""
     t0 = time.perf_counter()
-    dag = _C.trace(graph)
+    dag = _C.trace(graph, fuse=options.fuse)
     if options.verbose:
         _log(f"trace {(time.perf_counter() - t0) * 1e3:.1f} ms ({len(dag.nodes)} nodes)")
     number = artifacts.next_number(name) if options.save_dag or options.save_schedule else -1
@@ -137,7 +137,7 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
     whole = ""
     if not issues:
         try:
-            _C.schedule(_C.trace(graph), options.profile(), cluster_size=options.cluster_size)
+            _C.schedule(_C.trace(graph, fuse=options.fuse), options.profile(), cluster_size=options.cluster_size)
         except _C.CompileError as e:
             whole = str(e)
         if not whole:
@@ -157,7 +157,7 @@ def _dry_run(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str) 
     print(support_report(graph, name, options, gm), flush=True)
     if options.save_dag:
         try:
-            dag = _C.trace(graph)
+            dag = _C.trace(graph, fuse=options.fuse)
         except _C.CompileError:
             pass  # already in the report
         else:

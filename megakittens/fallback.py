@@ -95,7 +95,7 @@ def _needs_device_bodies(gm: torch.fx.GraphModule, profile: Any) -> bool:
 def _unit_reason(unit: Any, profile: Any, options: Options, device_bodies: bool) -> str:
     """"" when the op's unit graph traces and schedules (and has device bodies if asked), else why not."""
     try:
-        program = _C.schedule(_C.trace(unit), profile, cluster_size=options.cluster_size)
+        program = _C.schedule(_C.trace(unit, fuse=options.fuse), profile, cluster_size=options.cluster_size)
     except _C.CompileError as e:
         return str(e)
     if device_bodies:
@@ -113,7 +113,7 @@ def _supported_nodes(gm: torch.fx.GraphModule, graph: Any, options: Options) -> 
     device_bodies = _needs_device_bodies(gm, profile)
     if graph.is_backward:  # no op of a backward graph compiles: the tracer's one message says why
         try:
-            _C.trace(graph)
+            _C.trace(graph, fuse=options.fuse)
             raise AssertionError("megakittens: internal: the tracer accepted a backward graph")
         except _C.CompileError as e:
             reason = {k: str(e) for k, _ in units}
@@ -162,7 +162,7 @@ def _whole_graph(gm: torch.fx.GraphModule, options: Options, name: str, is_backw
     profile = options.profile()
     if _needs_device_bodies(gm, profile):
         try:
-            program = _C.schedule(_C.trace(graph), profile, cluster_size=options.cluster_size)
+            program = _C.schedule(_C.trace(graph, fuse=options.fuse), profile, cluster_size=options.cluster_size)
         except _C.CompileError:
             return None
         if _C.gpu_missing_bodies(program):

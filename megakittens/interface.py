@@ -42,7 +42,7 @@ def _capture(fn: Callable, options: Options) -> Callable:
 def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool = False, verbose: bool = False,
             save_dag: bool = False, save_schedule: bool = False, use_jit_cache: bool = True,
             global_work_queue: bool = False, cluster_size: int = 2, target: Optional[str] = None,
-            fallback: Optional[str] = None, **unknown: Any) -> Any:
+            fallback: Optional[str] = None, fuse: bool = True, **unknown: Any) -> Any:
     """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
 
     Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
@@ -59,7 +59,8 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     fallback: None (default) compiles the whole graph or raises; "eager" compiles each maximal subgraph of
     supported ops into its own megakernel and runs the other ops as ordinary torch ops between them
     (``megakittens.backend.partitionings[-1]`` records the split; dry_run prints it). Graph breaks stay
-    errors either way.
+    errors either way. fuse: False skips the fusion passes (RMSNorm, RoPE, repeat_kv, residual add, SwiGLU,
+    activation epilogue), so each aten op lowers on its own, as in the seed.
 
     Raises TypeError for an unknown option name (as Python does, listing the valid ones), ValueError for a
     bad cluster_size, target or fallback. Compilation errors (``CompileError``: unsupported
@@ -71,7 +72,7 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     options = Options(enable=enable, dry_run=dry_run, verbose=verbose, save_dag=save_dag,
                       save_schedule=save_schedule, use_jit_cache=use_jit_cache,
                       global_work_queue=global_work_queue, cluster_size=cluster_size, target=target,
-                      fallback=fallback)
+                      fallback=fallback, fuse=fuse)
     if fn is None:
         return lambda f: _capture(f, options)
     return _capture(fn, options)

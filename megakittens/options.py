@@ -25,10 +25,11 @@ class Options:
     cluster_size: int = 2
     target: Optional[str] = None   # None: the local device (h200 profile), else "b200" / "h200"
     fallback: Optional[str] = None  # None: the whole graph or an error; "eager": unsupported ops run as torch ops
+    fuse: bool = True              # False: no fusion passes (src/trace/tracer.h trace), each aten op on its own
 
     def __post_init__(self):
         for name in ("enable", "dry_run", "verbose", "save_dag", "save_schedule", "use_jit_cache",
-                     "global_work_queue"):
+                     "global_work_queue", "fuse"):
             if not isinstance(getattr(self, name), bool):  # "no" would be truthy: refuse, never guess
                 raise ValueError(f"megakittens: {name} must be True or False, got {getattr(self, name)!r}")
         if self.cluster_size not in CLUSTER_SIZES or not isinstance(self.cluster_size, int) or \

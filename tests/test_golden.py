@@ -10,7 +10,7 @@ from common import mlp, mlp_inputs, rel_err
 
 def _compiled_program(**options):
     args = mlp_inputs(1024, 1024)
-    out = megakittens.compile(mlp, target="b200", **options)(*args)
+    out = megakittens.compile(mlp, target="b200", fuse=False, **options)(*args)  # the seed's own lowering
     assert rel_err(out, mlp(*args)) <= 1e-2
     return mk_backend.dispatchers[-1]
 

@@ -360,3 +360,32 @@ def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
         torch._dynamo.reset()
         with pytest.raises(Exception, match="MEGAKITTENS_PROFILE entry"):
             megakittens.compile(fn)(*args)
+
+
+def test_activation_folds_for_3d_activations():
+    """A transformer MLP's (B, S, D) input: the matmul runs on (B * S, D) and the activation reads its
+    (B, S, N) reshape; the fold keeps the readers on that reshape."""
+    mlp = torch.nn.Sequential(torch.nn.Linear(K, N), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(N, K))
+    mlp = mlp.to(BF16).requires_grad_(False)
+    x = randn(2, 64, K)
+    check_close(megakittens.compile(mlp)(x), mlp(x))
+    assert _gemm_itypes() == ["Gemm(tb,bias_row)", "Gemm(tb,bias_row,act=gelu_tanh)"]
+    assert not any(n.itype.startswith("Elementwise") for n in mk_backend.dispatchers[-1].program.nodes)
+
+
+def test_2d_residual_and_the_seed_mlp_fold_into_the_gemm():
+    """src/trace/fuse_residual.h without a reshape: h + linear(x, W) on 2-D activations, and the seed MLP's
+    x @ W[i] + b[i] (b[i] selected after the matmul) then relu, become one Gemm per layer; fuse=False keeps
+    the seed's own lowering (Gemm, add, relu)."""
+    from common import mlp, mlp_inputs
+    h, x, w = randn(M, N), randn(M, K), randn(N, K, scale=K ** -0.5)
+    fn = lambda h, x, w: h + F.linear(x, w)  # noqa: E731
+    check_close(megakittens.compile(fn)(h, x, w), fn(h, x, w))
+    assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == ["Gemm(tb,bias_full)"]
+    args = mlp_inputs(128, 256)
+    check_close(megakittens.compile(mlp)(*args), mlp(*args))
+    assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == ["Gemm(bias_full,act=relu)"] * 3
+    torch._dynamo.reset()
+    check_close(megakittens.compile(mlp, fuse=False)(*args), mlp(*args))
+    assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == \
+        ["Gemm", "ElementwiseBinary(op=add,alpha=1)", "ElementwiseUnary(ops=relu)"] * 3

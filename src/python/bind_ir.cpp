@@ -169,6 +169,7 @@ void bind_ir(nb::module_& m) {
         nb::arg("graph"),
         "dry_run's report: (node, target, reason) for every op without an instruction type, else the first "
         "trace error (node and target empty).");
-  m.def("trace", &trace, nb::arg("graph"),
-        "FX graph -> DAG (seed §02): prune, classify, resolve ops, fold views. Raises CompileError.");
+  m.def("trace", &trace, nb::arg("graph"), nb::arg("fuse") = true,
+        "FX graph -> DAG (seed §02): prune, classify, resolve ops, fold views; fuse=False skips the fusion "
+        "passes. Raises CompileError.");
 }

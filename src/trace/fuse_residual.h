@@ -8,12 +8,13 @@
 namespace mk {
 
 // Rewrites, in place, each match of
-//   a = add.Tensor(r, v) (either order, no alpha), v = view | _unsafe_view | reshape (m, S),
+//   a = add.Tensor(r, v) (either order, no alpha), v = view | _unsafe_view | reshape (m, S), or v = m (2-D),
 //   m = mm(x, w): shape (M, N), S = (..., N) with M rows, r of shape S and m's dtype, contiguous
 // into
-//   m = addmm(view(r, [M, N]), x, w) and a = v's reshape of m,
-// inserting the view of r right before m (only when r comes before m), when m and v have no other user.
-// Returns the number of fusions.
+//   m = addmm(r', x, w) and a = v's reshape of m (a view of m when v = m),
+// where r' is r, or view(r, [M, N]) inserted right before m. When r comes after m (the seed MLP's b[i]),
+// r must be a select / slice / reshape of a node before m, and a copy of it goes right before m too.
+// m and v must have no other user. Returns the number of fusions.
 int fuse_residual_add(FxGraph&);
 
 }  // namespace mk

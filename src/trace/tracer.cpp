@@ -449,7 +449,8 @@ std::vector<bool> live_from_output(const FxGraph& g) {
   return std::vector<bool>(g.nodes.size(), false);
 }
 
-DAG trace(const FxGraph& g) {
+DAG trace(const FxGraph& g, bool fuse) {
+  if (!fuse) return Tracer(g).run();
   const FxGraph fused = fused_graph(g);
   DAG dag = Tracer(fused).run();
   fuse_gemm_act(dag);

@@ -7,7 +7,10 @@
 namespace mk {
 
 // Throws CompileError naming the FX node, the op, the constraint and the offending value.
-DAG trace(const FxGraph&);
+// fuse = false skips the fusion passes (the FX-level RMSNorm, RoPE, repeat_kv, residual and SwiGLU
+// rewrites and the DAG-level activation fold): each aten op lowers on its own, as in the seed (its
+// golden schedule of the MLP is reproduced that way), for bisecting a fusion.
+DAG trace(const FxGraph&, bool fuse = true);
 
 // dry_run's support report: every compute node (after the FX-level fusions) whose op cannot be
 // resolved to an instruction type, with the reason. Views and getitem are not ops here. When every op

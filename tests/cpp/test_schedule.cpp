@@ -15,7 +15,7 @@ using namespace mk;
 namespace {
 
 Program schedule_mlp(int64_t M, int64_t H, const Profile& profile, int cluster, bool seed_icodes = false) {
-  const DAG dag = trace(test::seed_mlp(M, H));
+  const DAG dag = trace(test::seed_mlp(M, H), /*fuse=*/false);  // the seed's own lowering
   ScheduleOptions o;
   o.profile = profile;
   o.cluster_size = cluster;
@@ -133,7 +133,7 @@ TEST(Schedule, H200ProfileAndClusterPadding) {
 }
 
 TEST(Schedule, RejectsOddSmCountWithClusters) {
-  const DAG dag = trace(test::seed_mlp(512, 512));
+  const DAG dag = trace(test::seed_mlp(512, 512), /*fuse=*/false);
   ScheduleOptions o;
   o.profile = Profile::h200(131);
   o.cluster_size = 2;
