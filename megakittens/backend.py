@@ -133,7 +133,7 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
     by op and reason, with how often - an op without an instruction type or one whose own constraints
     fail (dtype, TMA alignment: each op is traced and scheduled alone, as fallback="eager" does, when
     ``gm`` is given) - and the whole graph's trace or schedule error."""
-    issues = list(_C.support_report(graph))
+    issues = list(_C.support_report(graph, fuse=options.fuse))
     whole = ""
     if not issues:
         try:

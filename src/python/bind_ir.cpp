@@ -161,12 +161,12 @@ void bind_ir(nb::module_& m) {
       .def("__len__", [](const DAG& d) { return d.nodes.size(); });
 
   m.def("support_report",
-        [](const FxGraph& g) {
+        [](const FxGraph& g, bool fuse) {
           nb::list out;
-          for (const SupportIssue& i : support_report(g)) out.append(nb::make_tuple(i.node, i.target, i.reason));
+          for (const SupportIssue& i : support_report(g, fuse)) out.append(nb::make_tuple(i.node, i.target, i.reason));
           return out;
         },
-        nb::arg("graph"),
+        nb::arg("graph"), nb::arg("fuse") = true,
         "dry_run's report: (node, target, reason) for every op without an instruction type, else the first "
         "trace error (node and target empty).");
   m.def("trace", &trace, nb::arg("graph"), nb::arg("fuse") = true,

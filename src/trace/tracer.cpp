@@ -411,8 +411,8 @@ FxGraph fused_graph(const FxGraph& g) {
 }
 }  // namespace
 
-std::vector<SupportIssue> support_report(const FxGraph& g) {
-  const FxGraph fused = fused_graph(g);
+std::vector<SupportIssue> support_report(const FxGraph& g, bool fuse) {
+  const FxGraph fused = fuse ? fused_graph(g) : g;
   // Only nodes the output depends on (the fusion leaves its intermediates dead).
   std::vector<bool> live(fused.nodes.size(), false);
   for (size_t k = fused.nodes.size(); k-- > 0;)

@@ -19,7 +19,7 @@ DAG trace(const FxGraph&, bool fuse = true);
 struct SupportIssue {
   std::string node, target, reason;
 };
-std::vector<SupportIssue> support_report(const FxGraph&);
+std::vector<SupportIssue> support_report(const FxGraph&, bool fuse = true);  // fuse: as trace()'s
 
 // For the fallback partitioner (trace/op_units.h): views and getitem fold into the edges of their
 // consumers instead of becoming nodes; the nodes the (last) output node depends on.
