@@ -6,6 +6,7 @@
 // chain. Each split rounds to bf16 once: as eager rounds a linear layer before its residual add.
 // Gemm::split_k decides; Profile::gemm_split_k = 1 turns the phase off.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "itypes/gemm.h"
@@ -13,7 +14,7 @@
 
 namespace mk {
 
-DAG phase0_split_k(const DAG& dag, const ScheduleOptions& opt) {
+std::optional<DAG> phase0_split_k(const DAG& dag, const ScheduleOptions& opt) {
   const std::vector<std::vector<int64_t>> groups = gemm_groups(dag);
   std::vector<int> splits(dag.nodes.size(), 1);
   bool any = false;
@@ -25,7 +26,7 @@ DAG phase0_split_k(const DAG& dag, const ScheduleOptions& opt) {
     splits[n.id] = g->split_k(info);
     any |= splits[n.id] > 1;
   }
-  if (!any) return dag;
+  if (!any) return std::nullopt;
 
   DAG out;
   out.name = dag.name;

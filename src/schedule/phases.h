@@ -1,6 +1,7 @@
 // Internal state handed from one scheduler phase to the next (seed §04). Each phase is a free
 // function in its own file; pipeline.cpp runs them in order.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "schedule/program.h"
@@ -35,8 +36,9 @@ struct ScheduleState {
 };
 
 // Phase 0 (before the seed's four): the DAG with every Gemm that Gemm::split_k cuts along K replaced by
-// a chain of Gemms, each adding the previous one's output as its bias (src/schedule/phase0_split_k.cpp).
-DAG phase0_split_k(const DAG&, const ScheduleOptions&);
+// a chain of Gemms, each adding the previous one's output as its bias (src/schedule/phase0_split_k.cpp);
+// nullopt when no Gemm splits (the DAG is used as it is).
+std::optional<DAG> phase0_split_k(const DAG&, const ScheduleOptions&);
 void phase1_count_and_place(ScheduleState&);
 // Per DAG node: the N of every Gemm (not swiglu: its tiles have one width) reading the same rows of A
 // as it (any K range), when there are several (NodeInfo::gemm_group_n); empty otherwise.

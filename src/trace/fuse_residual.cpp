@@ -64,19 +64,13 @@ struct Matcher : FxMatch {
     return r.args[0].is_node();
   }
 
-  // Inserts `n` right before node m; returns m's new index (m, and every node after it, move up by one).
-  int insert_before(int m, FxNode n) {
-    insert_node(g, m, std::move(n));
-    return m + 1;
-  }
-
   void rewrite(int a, int m, int r, int v, bool reshaped, bool copy_r, int64_t M, int64_t N) {
     const std::string base = g.nodes[r].name + "_" + g.nodes[m].name + "_residual";
     int bias = r;
     if (copy_r) {  // r comes after m: a copy of its view goes right before m
       FxNode c = g.nodes[r];
       c.name = base + "_src";
-      m = insert_before(m, std::move(c));
+      insert_node(g, m++, std::move(c));  // m, a and v move up by one
       ++a, ++v;
       bias = m - 1;
     }
@@ -89,7 +83,7 @@ struct Matcher : FxMatch {
       FxTensor t = *meta(&g.nodes[m]);
       t.stride = {N, 1};
       view.outputs = {t};
-      m = insert_before(m, std::move(view));
+      insert_node(g, m++, std::move(view));
       ++a, ++v;
       bias = m - 1;
     }
