@@ -47,6 +47,31 @@ def test_bshd_views_are_read_in_place():
     check_close(out, bshd(*[a.float() for a in args]))
 
 
+def attention_block(q, k, v, wo):
+    """SDPA, then the transpose back to (B, S, H, D) and the output projection, as models write it."""
+    B, S, _ = q.shape
+    o = bshd(q, k, v)
+    return o.transpose(1, 2).reshape(B, S, 256) @ wo
+
+
+def test_output_transpose_is_stored_by_the_attention():
+    """src/trace/fuse_attention_output.h: the transposed copy of the output goes, Attention stores (B, S, H, D)."""
+    args = [randn(2, 50, 256), randn(2, 50, 128), randn(2, 50, 128), randn(256, 256, scale=1 / 16)]
+    out = megakittens.compile(attention_block)(*args)
+    p = mk_backend.dispatchers[-1].program
+    assert p.icodes[1:] == ["Attention(causal=1,scale=0.125,bshd=qkvo)", "Gemm"], p.icodes
+    check_close(out, attention_block(*[a.float() for a in args]))
+
+    def two_readers(q, k, v, wo):  # the (B, H, S, D) output is read as it is too: the copy stays
+        B, S, _ = q.shape
+        o = bshd(q, k, v)
+        return o.transpose(1, 2).reshape(B, S, 256) @ wo, o * 2
+    out = megakittens.compile(two_readers)(*args)
+    p = mk_backend.dispatchers[-1].program
+    assert "Attention(causal=1,scale=0.125,bshd=qkv)" in p.icodes and any(n.startswith("Copy") for n in p.icodes)
+    check_close(out, two_readers(*[a.float() for a in args]))
+
+
 def test_other_views_are_copied_first():
     """A (B, D, S, H) backing permuted to (B, H, S, D) is no (B, S, H, D) transpose: the tracer copies it
     into a fresh tensor ([Note: view copies]) and Attention reads that."""

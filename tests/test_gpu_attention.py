@@ -187,3 +187,33 @@ def test_projections_and_bshd_attention_in_one_launch():
     ref = F.scaled_dot_product_attention(q.view(2, 300, 8, 64).transpose(1, 2), k.view(2, 300, 2, 64).transpose(1, 2),
                                          v.view(2, 300, 2, 64).transpose(1, 2), is_causal=True, enable_gqa=True)
     assert rel_err(out.float(), ref) <= 1e-2
+
+
+def attention_block_model(x, wq, wk, wv, wo):
+    """qkv_model, then the transpose back to (B, S, H, D) and the output projection (as models write it)."""
+    B, S, _ = x.shape
+    return qkv_model(x, wq, wk, wv).transpose(1, 2).reshape(B, S, 512) @ wo
+
+
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_attention_stores_its_output_as_bshd(global_queue, cluster):
+    """src/trace/fuse_attention_output.h: no Copy between attention and the output projection; the
+    Attention's storer writes (B, S, H, D) rows through the output slot's strided tile map (bshd=o)."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 300, 512, generator=g).to(BF16).cuda()
+    ws = [(torch.randn(512, n, generator=g) / 512 ** 0.5).to(BF16).cuda() for n in (512, 128, 128, 512)]
+    f = megakittens.compile(attention_block_model, global_work_queue=global_queue, cluster_size=cluster)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = f(x, *ws)
+    d = mk_backend.dispatchers[-1]
+    assert d._gpu_error == "", d._gpu_error
+    assert any("bshd=qkvo" in n for n in d.program.icodes) and not any(n.startswith("Copy") for n in d.program.icodes)
+    q, k, v = [(x.float() @ w.float()).to(BF16).float() for w in ws[:3]]
+    o = F.scaled_dot_product_attention(q.view(2, 300, 8, 64).transpose(1, 2), k.view(2, 300, 2, 64).transpose(1, 2),
+                                       v.view(2, 300, 2, 64).transpose(1, 2), is_causal=True, enable_gqa=True)
+    ref = o.to(BF16).float().transpose(1, 2).reshape(2, 300, 512) @ ws[3].float()
+    assert torch.isfinite(out).all() and rel_err(out.float(), ref) <= 1e-2

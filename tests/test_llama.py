@@ -53,9 +53,10 @@ def test_tiny_example_matches_eager():
     _check(h, logits, h_ref, logits_ref)
     it = _itypes()
     # Every norm fused (2 per layer + the final one), one attention per layer, reading GQA heads directly
-    # and its (B, S, H, D) q, k, v through transpose(1, 2) in place (no copies).
+    # and its (B, S, H, D) q, k, v through transpose(1, 2) in place, storing o as (B, S, H, D) (no copies).
     assert it.count("RMSNorm(eps=1e-05)") == 2 * args.n_layer + 1
-    assert it.count("Attention(causal=1,scale=0.125,bshd=qkv)") == args.n_layer
+    assert it.count("Attention(causal=1,scale=0.125,bshd=qkvo)") == args.n_layer
+    assert not any(t.startswith("Copy") for t in it), it
     assert it[0] == "Embedding"
     assert mk_backend.dispatchers[-1].program.nodes[-1].itype == "Gemm(tb)"  # lm_head
     # The rotate-half RoPE (with its fp32 casts) fused: one Rope for q and one for k per layer, no Cat left.

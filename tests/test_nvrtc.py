@@ -262,8 +262,10 @@ def _example_llama_program():
     state = {**dict(model.named_parameters()), **dict(model.named_buffers())}
     names = list(state)
 
-    def fn(*a):
-        return (torch.func.functional_call(model, dict(zip(names, a[:-1])), (a[-1],))[0],)
+    w = next(i for i, n in enumerate(names) if state[n].dim() == 2)
+
+    def fn(*a):  # plus a transposed weight, so that the source holds a Copy body too
+        return torch.func.functional_call(model, dict(zip(names, a[:-1])), (a[-1],))[0], a[w].t().contiguous()
     with torch.no_grad():
         return program_of(fn, list(state.values()) + [torch.randint(0, args.vocab_size, (1, 128))])
 

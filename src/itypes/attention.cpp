@@ -42,7 +42,7 @@ bool is_bshd(const TensorRange& r, const Coord4& backing) {
 
 Attention::Attention(bool causal, double scale, unsigned bshd) : causal_(causal), scale_(scale), bshd_(bshd) {
   if (!(scale > 0) || !std::isfinite(scale)) fail("Attention: scale must be a finite value > 0, got ", scale);
-  if (bshd > 7) fail("Attention: bshd mask must be in 0..7, got ", bshd);
+  if (bshd > 15) fail("Attention: bshd mask must be in 0..15, got ", bshd);
 }
 
 std::string Attention::params() const {
@@ -51,8 +51,8 @@ std::string Attention::params() const {
   std::string s = std::string("causal=") + (causal_ ? "1" : "0") + ",scale=" + buf;
   if (bshd_) {
     s += ",bshd=";
-    for (int i = 0; i < 3; ++i)
-      if (bshd_ & (1u << i)) s += "qkv"[i];
+    for (int i = 0; i < 4; ++i)
+      if (bshd_ & (1u << i)) s += "qkvo"[i];
   }
   return s;
 }
@@ -104,9 +104,10 @@ void Attention::validate(const NodeInfo& n) const {
     fail("node '", n.name, "' (", n.target, "): query heads H must be a multiple of KV heads Hk, got H=", q[1],
          ", Hk=", k[1]);
   if (k[2] < 1) fail("node '", n.name, "' (", n.target, "): Sk must be >= 1, got Sk=", k[2]);
-  if (o.shape != q)
-    fail("node '", n.name, "' (", n.target, "): output shape ", shape_str(o.shape), " must equal q shape ",
-         shape_str(q));
+  const std::vector<int64_t> want = (bshd_ & kBshdO) ? std::vector<int64_t>{q[0], q[2], q[1], q[3]} : q;
+  if (o.shape != want)
+    fail("node '", n.name, "' (", n.target, "): output shape ", shape_str(o.shape), " must be ", shape_str(want),
+         (bshd_ & kBshdO) ? " ((B, S, H, D) of q's (B, H, S, D): flag bshd=o)" : " (q's shape)");
 }
 
 int64_t Attention::num_instructions(const NodeInfo& n) const {
@@ -139,7 +140,7 @@ InstrDesc Attention::instruction(const NodeInfo& n, int64_t i) const {
   if (r1 > r0) {
     const Box q{{t.b, t.h, r0, 0}, {t.b + 1, t.h + 1, r1, a.D}};
     d.reads[0].push_back(q);
-    d.writes[0].push_back(q);
+    d.writes[0].push_back((bshd_ & kBshdO) ? Box{{t.b, r0, t.h, 0}, {t.b + 1, r1, t.h + 1, a.D}} : q);
   }
   if (kv_end > 0) {
     // [Note: attention kv blocks] the device loads K/V in whole blocks of attn_kv_block rows; the rows

@@ -8,12 +8,14 @@ namespace mk {
 class Attention final : public IType {
  public:
   // Which of q, k, v (bit 0, 1, 2) are (B, H, S, D) views of a (B, S, H, D) tensor - the
-  // `.view(B, S, H, D).transpose(1, 2)` that models feed SDPA - read in place through strides.
-  static constexpr unsigned kBshdQ = 1, kBshdK = 2, kBshdV = 4;
+  // `.view(B, S, H, D).transpose(1, 2)` that models feed SDPA - read in place through strides; bit 3:
+  // the output is stored as (B, S, H, D), what models transpose SDPA's output back to
+  // (src/trace/fuse_attention_output.h).
+  static constexpr unsigned kBshdQ = 1, kBshdK = 2, kBshdV = 4, kBshdO = 8;
 
   Attention(bool causal, double scale, unsigned bshd = 0);  // scale > 0 (the resolver fills 1/sqrt(D))
   std::string name() const override { return "Attention"; }
-  // "causal=1,scale=0.0883883476", plus ",bshd=qkv" (the operands stored as (B, S, H, D)) when any.
+  // "causal=1,scale=0.0883883476", plus ",bshd=qkvo" (the operands stored as (B, S, H, D)) when any.
   std::string params() const override;
   bool causal() const { return causal_; }
   double scale() const { return scale_; }

@@ -165,6 +165,7 @@ XmapPlan xmap_plan(const Program& p) {
         if (bshd & (1u << k)) x.strided[n.src_slots[k]] = true;
       }
       for (int s : n.dst_slots) used[s] = true;
+      if ((bshd & Attention::kBshdO) && !n.dst_slots.empty()) x.strided[n.dst_slots[0]] = true;
     }
   }
   for (size_t s = 0; s < used.size(); ++s)

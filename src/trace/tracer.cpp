@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 #include "itypes/copy.h"
+#include "trace/fuse_attention_output.h"
 #include "trace/fuse_gemm_act.h"
 #include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_residual.h"
@@ -454,6 +455,7 @@ DAG trace(const FxGraph& g, bool fuse) {
   const FxGraph fused = fused_graph(g);
   DAG dag = Tracer(fused).run();
   fuse_gemm_act(dag);
+  fuse_attention_output(dag);
   return dag;
 }
 

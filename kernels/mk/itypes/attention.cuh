@@ -46,7 +46,7 @@
 //
 // Layouts: P::bshd bit k (q, k, v) = that operand is a (B, S, H, D) tensor read as (B, H, S, D): its
 // TMA map is the slot's second xmap (box 64 d x 1 head x 64 rows, src/runtime/launch.cpp) and the
-// box coordinates are (d, h, s, b) instead of (d, s, h, b).
+// box coordinates are (d, h, s, b) instead of (d, s, h, b). Bit 3: the output o is stored that way.
 #pragma once
 #include <cuda/std/limits>
 
@@ -63,7 +63,7 @@ namespace mk {
 
 // P: struct { static constexpr bool causal; static constexpr float scale_log2;  // scale * log2(e)
 //             static constexpr int head_dims;  // bit 0: D = 64 instantiated, bit 1: D = 128
-//             static constexpr unsigned bshd; }  // bit 0 q, 1 k, 2 v (src/itypes/attention.h)
+//             static constexpr unsigned bshd; }  // bit 0 q, 1 k, 2 v, 3 o (src/itypes/attention.h)
 template <class P>
 struct Attention {
   // Indices (docs/itypes.md): b h hk s0 q_rows kv_end D.
@@ -404,12 +404,15 @@ struct Attention {
     const int q_rows = idx[kQRows];
     if (q_rows > 0) {
       if (!wait_reuse(c)) return;
-      const TensorMap* omap = c.xmap(c.dst_slot(0));
+      // bshd bit 3: o is (B, S, H, D), stored through the slot's strided map (coordinates d, h, s, b).
+      constexpr bool kOBshd = (P::bshd & 8) != 0;
+      const TensorMap* omap = c.xmap(c.dst_slot(0), kOBshd ? 1 : 0);
       for (int wg = 0; wg < 2; ++wg) {
         if (!wait(c, c.sem(kStaged + wg), 0)) return;
         if (c.lane == 0 && kBox * wg < q_rows) {
           for (int j = 0; j < D / kBox; ++j) {
-            const i32 coords[4] = {kBox * j, idx[kS0] + kBox * wg, idx[kH], idx[kB]};
+            const int s = idx[kS0] + kBox * wg;
+            const i32 coords[4] = {kBox * j, kOBshd ? idx[kH] : s, kOBshd ? s : idx[kH], idx[kB]};
             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, omap, coords,
                                             c.page(0) + j * 2 * kBoxBytes + wg * kBoxBytes);
           }

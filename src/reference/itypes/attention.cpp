@@ -43,7 +43,7 @@ void Attention::execute(const Instruction& in, ExecContext& ctx) const {
       for (int64_t c = 0; c < D; ++c) o[r * D + c] += w * v[j * D + c];
     }
   }
-  ctx.store(in.dst_tensors[0], Box{{b, h, s0, 0}, {b + 1, h + 1, s0 + q_rows, D}}, o);
+  ctx.store(in.dst_tensors[0], rows(kBshdO, h, s0, s0 + q_rows), o);
 }
 
 }  // namespace mk
