@@ -11,7 +11,12 @@ Phases (events in launch order of one instruction):
   stored    consumer 0 done -> hand-back    (storer waits for all tiles, issues, stores read smem)
   complete  hand-back -> stores complete    (global writes visible)
   total     publish -> barriers released
-Cases: relu, add, rmsnorm (8192x8192), chain (20 ops, 1024x1024), gemm4k, gemm8k."""
+Cases: relu, add, rmsnorm (8192x8192), chain (20 ops, 1024x1024), gemm4k, gemm8k, mlp512 and mlp1024 (the
+seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor).
+Programs of at most 12 nodes also print one line per node: when its first instruction was published, its
+inputs were ready, its first compute began, its last compute ended and its last store completed, in us
+after the launch's first publish (the per-step hand-off latency of a dependent chain).
+Every case also prints the host time of one launch call (common.host_ms)."""
 from __future__ import annotations
 
 import os
@@ -20,7 +25,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import MkRunner, bench, program_for  # noqa: E402
+from common import MkRunner, bench, host_ms, program_for  # noqa: E402
+from gemm import mlp  # noqa: E402
 
 import megakittens.ops  # noqa: E402,F401
 
@@ -42,11 +48,35 @@ def cases():
         "chain": (chain20, [r(1024, 1024) * 0.1, r(1024, 1024) * 0.1]),
         "gemm4k": (lambda a, b: a @ b, [r(4096, 4096), r(4096, 4096)]),
         "gemm8k": (lambda a, b: a @ b, [r(8192, 8192), r(8192, 8192)]),
+        "mlp512": (mlp, [r(3, 512, 512) * 512 ** -0.5, r(512, 512), r(3, 512, 512)]),
+        "mlp1024": (mlp, [r(3, 1024, 1024) * 1024 ** -0.5, r(1024, 1024), r(3, 1024, 1024)]),
+        "tiny": (lambda x: torch.relu(x), [r(128, 128)]),
+        "k128": (lambda a, b: a @ b, [r(128, 16384) * 0.01, r(16384, 128)]),
+        "k256": (lambda a, b: a @ b, [r(128, 16384) * 0.01, r(16384, 256)]),
+        "k64x128": (lambda a, b: a @ b, [r(64, 16384) * 0.01, r(16384, 128)]),
+        "k132": (lambda a, b: a @ b, [r(1536, 16384) * 0.01, r(16384, 2816)]),
     }
 
 
 def pct(v: torch.Tensor, q: float) -> float:
     return float(torch.quantile(v.double(), q)) / 1e3 if v.numel() else float("nan")
+
+
+def per_node(program, t: torch.Tensor) -> None:
+    """One line per node: first publish, inputs ready, first compute, last compute end, last store end (us)."""
+    node_of = torch.tensor(list(program.instruction_node), dtype=torch.int64)
+    t = t[: node_of.numel()]
+    real = t[:, STORE_END] > 0
+    t0 = int(t[real, PUBLISH].min())
+    us = lambda v: (int(v) - t0) / 1e3  # noqa: E731
+    for k, node in enumerate(program.nodes):
+        rows = t[(node_of == k) & real]
+        if rows.shape[0] == 0:
+            continue
+        print(f"    {node.name[:28]:28s} {node.itype[:34]:34s} n={rows.shape[0]:4d} publish {us(rows[:, PUBLISH].min()):7.1f}"
+              f" inputs {us(rows[:, INPUTS].min()):7.1f}..{us(rows[:, INPUTS].max()):7.1f}"
+              f" compute {us(rows[:, COMP_BEGIN].min()):7.1f}..{us(rows[:, COMP_END].max()):7.1f}"
+              f" stored {us(rows[:, STORE_END].max()):7.1f}", flush=True)
 
 
 def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
@@ -81,7 +111,11 @@ def main(argv):
         for mode in os.environ.get("MODES", "per_sm global").split():
             runner = MkRunner(p, args, {"global_work_queue": mode == "global"})
             ms = bench(runner, iters=20)
-            analyse(name, runner.timeline(), mode, ms)
+            t = runner.timeline()
+            analyse(name, t, mode, ms)
+            print(f"    host {host_ms(runner) * 1e3:.1f} us per launch call", flush=True)
+            if len(p.nodes) <= 12:
+                per_node(p, t)
 
 
 if __name__ == "__main__":

@@ -127,6 +127,9 @@ class Dispatcher:
         self._arg_meta = {k: (_DTYPES[self.slots[s].dtype], torch.Size(self.slots[s].shape)) for k, s in self._arg_slots}
         self._gpu_error: str | None = None  # why CUDA tensors cannot run on the megakernel, once known
         self._plan: _GpuPlan | None = None  # the GPU call's slot memory layout, made on first use
+        self._launch: Any = None  # gpu.launcher(program, options), made on the first GPU call
+        self._attr_slots = list(program.attr_slots)
+        self._arg_of_slot = {s: k for k, s in self._arg_slots}  # an output that is an input: the caller's tensor
         self._warned = False
         self._output_strides = _expected_strides(graph_module, len(self.output_slots))
         # Host bytes the CPU interpreter allocates: each non-alias slot plus a 4-byte writer tag per element.
@@ -228,7 +231,9 @@ class Dispatcher:
         plan = self._plan if self._plan is not None else self._make_plan()
         tensors: list = [None] * len(self.slots)
         ptrs = [0] * len(self.slots)
-        bound = [(s, args[k]) for k, s in self._arg_slots] + [(s, self._attr(p)) for p, s in self.program.attr_slots]
+        bound = [(s, args[k]) for k, s in self._arg_slots]
+        if self._attr_slots:
+            bound += [(s, self._attr(p)) for p, s in self._attr_slots]
         for s, t in bound:
             if not t.is_cuda:
                 raise ValueError(f"megakittens: '{self.name}' runs on {device}, but slot {s} is on {t.device}")
@@ -253,7 +258,9 @@ class Dispatcher:
         for s, base, _ in plan.aliases:
             if tensors[base] is not None and (self.keep_slot_tensors or s in plan.outputs):
                 tensors[s] = self._alias_view(tensors, s)
-        gpu.run_program_ptrs(self.program, ptrs, options=self.options)
+        if self._launch is None:  # the kernel and the options resolved once (host time: gpu.launcher)
+            self._launch = gpu.launcher(self.program, self.options)
+        self._launch(ptrs)
         self.calls += 1
         if self.keep_slot_tensors:
             self.last_slot_tensors = tensors
@@ -289,10 +296,10 @@ class Dispatcher:
     def _outputs(self, args: tuple, tensors: list, device: torch.device) -> list[torch.Tensor]:
         """The graph outputs: each its slot's tensor (a returned input is the caller's own tensor, as in
         eager), seen through the output's view when the graph returns one (zero-copy, as_strided)."""
-        by_slot = {s: args[k] for k, s in self._arg_slots}
         outs = []
         for s, view in zip(self.output_slots, self._output_views):
-            src = by_slot.get(s)
+            k = self._arg_of_slot.get(s)
+            src = None if k is None else args[k]
             if src is not None and s not in self._copy_inputs and src.is_contiguous():
                 t = src
             else:

@@ -241,6 +241,34 @@ def test_outputs_are_not_overwritten():
 
 
 @pytest.mark.gpu
+def test_launcher_runs_on_the_current_stream():
+    """gpu.launcher (the dispatcher's per-call path) launches on torch's current stream, read through the
+    raw-stream call: on a side stream the result is there once that stream is synchronised."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, shapes = CASES["add_1024"]
+    program = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name="launcher")
+    args = inputs_for(shapes, "cuda", seed=6)
+    slots = [None] * len(program.slots)
+    for k, s in enumerate(program.input_slots):
+        slots[s] = args[k]
+    for s, m in enumerate(program.slots):
+        if slots[s] is None:
+            slots[s] = torch.full(list(m.shape), float("nan"), dtype=getattr(torch, m.dtype), device="cuda")
+    launch = gpu.launcher(program, {"global_work_queue": True})
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        assert gpu._current_raw_stream() == side.cuda_stream
+        launch([int(t.data_ptr()) for t in slots])
+    side.synchronize()
+    (out,) = [slots[s] for s in program.output_slots]
+    assert not out.isnan().any()
+    torch.testing.assert_close(out, fn(*args), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
 def test_jit_cache_hit(tmp_path, monkeypatch):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")

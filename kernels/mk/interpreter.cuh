@@ -168,8 +168,10 @@ template <class V>
 __device__ __forceinline__ void run_vm(const Globals& g) {
   __shared__ Shared sh;
   extern __shared__ unsigned char dynamic_smem[];
-  unsigned char* pages = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(dynamic_smem) + 1023ull) & ~1023ull);
+  // Pages start 1024-byte aligned (128B-swizzled TMA boxes). Offsetting the __shared__ array itself, not
+  // a pointer rebuilt from an integer, keeps the shared address space visible to the compiler: page
+  // accesses become st/ld.shared, which it may reorder with global loads (an epilogue's bias loads).
+  unsigned char* pages = dynamic_smem + ((0u - ptx::smem_addr(dynamic_smem)) & 1023u);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   if (threadIdx.x == 0) {

@@ -454,6 +454,9 @@ struct GemmT {
         const __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
         *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
       }
+      // Bias loads are free to move ahead of the page stores (shared vs global): let them, one box of
+      // columns at a time (the fence keeps ptxas from hoisting them all, which spills).
+      if constexpr (BIAS != 0) if ((i & 7) == 7) __syncwarp();
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
     __syncwarp();
