@@ -8,7 +8,7 @@ import torch
 
 TARGETS = (None, "b200", "h200")
 # Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces.
-PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k")
+PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k", "gemm_split_chain_steps")
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")
 

@@ -494,9 +494,10 @@ def test_gemm_multicast_engages(case, cluster, want, global_queue, monkeypatch):
 @functools.cache
 def _split_program(case, cluster):
     from megakittens import gpu
-    from test_linear import SPLIT_K_CASES
+    from test_linear import SPLIT_K_CASES, SPLIT_K_CHAIN_STEPS
     fn, shapes, chain = SPLIT_K_CASES[case]
-    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_split_{case}")
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_split_{case}",
+                          split_chain_steps=SPLIT_K_CHAIN_STEPS)
     return fn, shapes, program
 
 

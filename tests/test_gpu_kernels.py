@@ -130,10 +130,12 @@ def inputs_for(shapes, device="cpu", seed=0):
     return [torch.randn(s, generator=g, dtype=torch.float32).to(BF16).to(device) for s in shapes]
 
 
-def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None):
+def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None,
+                split_chain_steps=None):
     """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs.
     gemm_n (128 or 256) fixes the Gemm tile width and turns split-K off; None lets the profile choose
-    per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's."""
+    per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's.
+    split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name))
     profile = _C.Profile.by_name("h200", num_sms)
@@ -141,6 +143,8 @@ def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=Non
         profile.gemm_n, profile.gemm_n_narrow, profile.gemm_split_k = gemm_n, 0, 1
     if split_k is not None:
         profile.gemm_split_k = split_k
+    if split_chain_steps is not None:
+        profile.gemm_split_chain_steps = split_chain_steps
     return _C.schedule(dag, profile, cluster_size=cluster_size)
 
 

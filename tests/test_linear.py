@@ -272,6 +272,9 @@ def addmm_tail(c, x, W):
     return torch.addmm(c, x, W)
 
 
+# The chains below assume links of 4 steps (Profile.gemm_split_chain_steps; the h200 default of 8 splits
+# less often): they cover 2-, 3- and 4-piece chains, here and on the GPU (tests/test_gpu_gemm.py).
+SPLIT_K_CHAIN_STEPS = 4
 SPLIT_K_CASES = {
     # name: (fn, input shapes, the Gemm ITypes of the chain)
     "mm_256x256x4096": (lambda a, b: a @ b, [(256, 4096), (4096, 256)], ["Gemm"] + ["Gemm(bias_full)"] * 3),
@@ -288,10 +291,11 @@ SPLIT_K_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(SPLIT_K_CASES))
-def test_split_k_chain(case):
+def test_split_k_chain(case, monkeypatch):
     """The pieces' K ranges cover K once (the results match eager), each piece after the first waits for
     the previous one only as a late input (its loads do not), and a profile with gemm_split_k = 1 keeps
     one Gemm."""
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", f"gemm_split_chain_steps={SPLIT_K_CHAIN_STEPS}")
     fn, shapes, chain = SPLIT_K_CASES[case]
     args = [randn(*s, scale=max(s) ** -0.5) for s in shapes]
     check_close(megakittens.compile(fn, cluster_size=2)(*args), fn(*args))

@@ -239,9 +239,11 @@ GemmDims gemm_dims(const NodeInfo& n, bool swiglu) {
 }
 // Split-K cost model, in k-steps of a wide tile (~1 us each for a 128x256x64 step on the H200,
 // benchmarks/notes.md "Session 6"): a tile costs its k-steps plus kEpilogueSteps (accumulators to
-// bf16, the store), each split after the first kChainSteps more (its epilogue waits for the previous
-// split's stores: the chain's latency). A split must save at least kSplitGain of the unsplit time.
-constexpr double kEpilogueSteps = 3, kChainSteps = 4, kSplitGain = 0.9;
+// bf16, the store), each split after the first Profile::gemm_split_chain_steps more (its epilogue
+// waits for the previous split's stores: the chain's latency; 8.7 us per link in the (1024, 1024)
+// MLP's timeline, benchmarks/notes.md "Session 8"). A split must save at least kSplitGain of the
+// unsplit time.
+constexpr double kEpilogueSteps = 3, kSplitGain = 0.9;
 }  // namespace
 
 int64_t Gemm::split_k_chunk(int64_t K, int splits, int gemm_k) {
@@ -259,7 +261,7 @@ int Gemm::split_k(const NodeInfo& n) const {
     const int64_t waves = ceil_div(row_ctas * s * ceil_div(g.ds[3], tn), int64_t{p.num_sms});
     const double steps = static_cast<double>(ceil_div(split_k_chunk(g.K, s, p.gemm_k), int64_t{p.gemm_k}));
     return static_cast<double>(waves) * (steps + kEpilogueSteps) * (tn < p.gemm_n ? kGemmNarrowCost : 1.0) +
-           (s - 1) * kChainSteps;
+           (s - 1) * static_cast<double>(p.gemm_split_chain_steps);
   };
   int best = 1;
   const double unsplit = cost(1);

@@ -37,7 +37,8 @@ class Gemm final : public IType {
   int64_t num_instructions(const NodeInfo&) const override;
   bool late_input(int k) const override { return k == 2 && flags_.bias != Bias::none; }
   // How many pieces phase 0 (src/schedule/phase0_split_k.cpp) cuts this node's K into: the count, up
-  // to Profile::gemm_split_k, whose instruction waves take the least estimated time, when that is
+  // to Profile::gemm_split_k, whose instruction waves (plus Profile::gemm_split_chain_steps per extra
+  // piece) take the least estimated time, when that is
   // clearly less than unsplit; 1 for swiglu and for Gemms sharing A with others (gemm_group_n).
   int split_k(const NodeInfo&) const;
   // The K extent of each split but the last (a multiple of Profile::gemm_k).

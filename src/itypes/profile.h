@@ -24,6 +24,9 @@ struct Profile {
   bool gemm_pair_tiles = false;
   // At most this many splits of a Gemm's K (src/schedule/phase0_split_k.cpp; 1 = never split).
   int gemm_split_k = 1;
+  // What each split after the first adds to the split-K cost model, in wide k-steps (~1 us on the
+  // H200): its epilogue waits for the previous split's stores (src/itypes/gemm.cpp Gemm::split_k).
+  int gemm_split_chain_steps = 8;
   // RMSNorm: up to rms_norm_pages pages of rows per instruction (fewer when that leaves SMs idle).
   int rms_norm_pages = 1;
   // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.

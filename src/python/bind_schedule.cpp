@@ -51,6 +51,7 @@ void bind_schedule(nb::module_& m) {
       .def_rw("gemm_n", &Profile::gemm_n)
       .def_rw("gemm_n_narrow", &Profile::gemm_n_narrow)
       .def_rw("gemm_split_k", &Profile::gemm_split_k)
+      .def_rw("gemm_split_chain_steps", &Profile::gemm_split_chain_steps)
       .def_ro("gemm_pair_tiles", &Profile::gemm_pair_tiles)
       .def("__repr__", [](const Profile& p) { return "Profile(" + p.name + ", num_sms=" + std::to_string(p.num_sms) + ")"; });
 
