@@ -19,7 +19,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from megakittens import _C, artifacts, fallback, fold, fx_export
+from megakittens import _C, artifacts, decompose, fallback, fold, fx_export
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options
 
@@ -175,7 +175,7 @@ def make_aot_backend(options: Options, name: str) -> Any:
     def bw_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         return compile_graph(gm, example_inputs, options, name, is_backward=True)
 
-    aot = aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler)
+    aot = aot_autograd(fw_compiler=fw_compiler, bw_compiler=bw_compiler, decompositions=decompose.TABLE)
     aot.__name__ = "megakittens"  # Dynamo names the backend by it in BackendCompilerFailed ("compiler_fn")
     return aot
 
@@ -192,7 +192,8 @@ def capture_inference(gm: torch.fx.GraphModule, example_inputs: list) -> Optiona
         with mode:
             fake = [x if isinstance(x, FakeTensor) or not isinstance(x, torch.Tensor) else mode.from_tensor(x)
                     for x in example_inputs]
-            g = make_fx(torch.func.functionalize(gm, remove="mutations"), tracing_mode="real")(*fake)
+            g = make_fx(torch.func.functionalize(gm, remove="mutations"), tracing_mode="real",
+                        decomposition_table=decompose.TABLE)(*fake)
     except RuntimeError:  # e.g. a custom op that mutates an input (torch.func.functionalize refuses those)
         return None
     placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]

@@ -66,3 +66,19 @@ def test_unsupported_device_itype_falls_back_with_a_reason():
         out = megakittens.compile(_row_scale)(*args)
     assert out.is_cuda and rel_err(out, _row_scale(*args)) <= 1e-2
     assert mk_backend.dispatchers[-1]._gpu_error  # the reason is recorded (and was in the warning)
+
+
+def _ln_split(x, w, b, qkv):
+    """LayerNorm and a fused q/k/v split (megakittens/decompose.py) on the device: fp32 row reductions,
+    mixed-dtype elementwise ops, slice views."""
+    q, k, v = qkv.split(256, dim=-1)
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5) * (q + k * v)
+
+
+def test_layer_norm_and_split_run_on_the_megakernel():
+    args = (randn(2, 64, 256, scale=2.0, device="cuda") + 0.5, randn(256, device="cuda"), randn(256, device="cuda"),
+            randn(2, 64, 768, device="cuda"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: this graph must run on the GPU
+        out = megakittens.compile(_ln_split)(*args)
+    assert out.is_cuda and rel_err(out, _ln_split(*args)) <= 1e-2

@@ -146,6 +146,12 @@ HF_FAMILIES = {
     "qwen3": ("Qwen3Config", "Qwen3Model", {"head_dim": 64}),
     "gemma": ("GemmaConfig", "GemmaModel", {"head_dim": 64}),
     "granite": ("GraniteConfig", "GraniteModel", {}),
+    # LayerNorm (megakittens/decompose.py): OLMo's has no affine parameters, Phi's and StableLM's do;
+    # Phi also has a partial rotary embedding and a parallel attention / MLP block. OLMo2: q/k RMSNorm.
+    "olmo": ("OlmoConfig", "OlmoModel", {}),
+    "olmo2": ("Olmo2Config", "Olmo2Model", {}),
+    "phi": ("PhiConfig", "PhiModel", {}),
+    "stablelm": ("StableLmConfig", "StableLmModel", {}),
 }
 
 
@@ -166,6 +172,22 @@ def test_hf_decoder_families_match_eager(family):
         h, h_ref = megakittens.compile(fwd)(ids), fwd(ids)
     err = rel_err(h, h_ref)
     assert err <= HIDDEN_TOL, f"{family}: relative error {err:.3g}"
+    assert sum(n.itype.startswith("Attention") for n in mk_backend.dispatchers[-1].program.nodes) == 2
+
+
+def test_hf_gpt2_matches_eager():
+    """GPT-2: LayerNorm, the fused q/k/v projection split in three (aten.split -> slice views), Conv1D
+    (addmm with an untransposed weight), learned positions and gelu_new, on the reference interpreter."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GPT2Config(vocab_size=512, n_embd=256, n_layer=2, n_head=4, n_positions=256,
+                                  bos_token_id=0, eos_token_id=0)
+    cfg._attn_implementation = "sdpa"
+    model = transformers.GPT2Model(cfg).to(torch.bfloat16).eval()
+    ids = torch.randint(0, 512, (1, 64))
+    fwd = lambda i: model(input_ids=i, use_cache=False).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        h, h_ref = megakittens.compile(fwd)(ids), fwd(ids)
+    assert rel_err(h, h_ref) <= HIDDEN_TOL, rel_err(h, h_ref)
     assert sum(n.itype.startswith("Attention") for n in mk_backend.dispatchers[-1].program.nodes) == 2
 
 

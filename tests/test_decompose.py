@@ -1,0 +1,65 @@
+"""megakittens/decompose.py: aten ops rewritten, while Dynamo's graph is lowered to aten, into ops that have
+instruction types: LayerNorm (fp32 statistics, one rounding) and split (slice views)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import BF16, randn, rel_err
+
+
+@pytest.mark.parametrize("affine", ["weight_bias", "weight", "none"])
+@pytest.mark.parametrize("shape", [(64, 256), (2, 48, 384), (3, 130)])
+def test_layer_norm_matches_eager(shape, affine):
+    x = randn(*shape, scale=3.0) + 0.5  # a mean away from 0: the centring matters
+    n = shape[-1]
+    w = randn(n) if affine != "none" else None
+    b = randn(n) if affine == "weight_bias" else None
+    fn = lambda x, w, b: F.layer_norm(x, (n,), w, b, 1e-5) * 2  # noqa: E731
+    out, ref = megakittens.compile(fn)(x, w, b), fn(x, w, b)
+    assert out.dtype == BF16 and rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+    kinds = [node.itype for node in mk_backend.dispatchers[-1].program.nodes]
+    assert not any("layer_norm" in k for k in kinds) and any(k.startswith("RowReduce") for k in kinds), kinds
+
+
+def test_layer_norm_module_fp32_and_eps():
+    """nn.LayerNorm in fp32 with a large eps (eps is honoured: a wrong eps moves the result past 1e-2)."""
+    ln = torch.nn.LayerNorm(128, eps=0.5).requires_grad_(False)
+    with torch.no_grad():
+        ln.weight.copy_(torch.randn(128))
+        ln.bias.copy_(torch.randn(128))
+    x = torch.randn(32, 128) * 0.5
+    out = megakittens.compile(ln)(x)
+    assert out.dtype == torch.float32 and rel_err(out, ln(x)) <= 1e-4, rel_err(out, ln(x))
+    assert rel_err(out, F.layer_norm(x, (128,), ln.weight, ln.bias, 1e-5)) > 1e-2
+
+
+def test_layer_norm_over_two_dims_is_reported():
+    """A normalization over more than the last dim is not rewritten: the support report names the op."""
+    fn = lambda x: F.layer_norm(x, (8, 64))  # noqa: E731
+    with pytest.raises(Exception, match="native_layer_norm"):
+        megakittens.compile(fn)(randn(4, 8, 64))
+
+
+@pytest.mark.parametrize("how", ["equal", "ragged", "sizes", "dim0"])
+def test_split_becomes_slice_views(how):
+    def fn(x, y):
+        if how == "equal":
+            a, b, c = x.split(64, dim=-1)
+        elif how == "ragged":  # 200 = 64 + 64 + 64 + 8
+            a, b, c, d = x.split(64, dim=1)
+            return a * b + c * d.sum(-1, keepdim=True)
+        elif how == "sizes":
+            a, b, c = torch.split(x, [32, 96, 64], dim=1)
+            return a.sum(-1, keepdim=True) * b + y[:, :96] + c.mean(-1, keepdim=True)
+        else:
+            a, b, c = x.split(16, dim=0)
+        return (a + b) * c + y[:, : a.shape[1]]
+    cols = 200 if how == "ragged" else 192
+    rows = 48 if how == "dim0" else 32
+    x, y = randn(rows, cols), randn(rows // 3 if how == "dim0" else rows, 192)
+    out, ref = megakittens.compile(fn)(x, y), fn(x, y)
+    assert rel_err(out, ref) <= 1e-2, rel_err(out, ref)
