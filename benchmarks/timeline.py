@@ -11,8 +11,13 @@ Phases (events in launch order of one instruction):
   stored    consumer 0 done -> hand-back    (storer waits for all tiles, issues, stores read smem)
   complete  hand-back -> stores complete    (global writes visible)
   total     publish -> barriers released
+  rtt       Gemm: loader issued k-tile 0 -> consumer 0 saw it land (one TMA round trip)
+  mainloop  Gemm: k-tile 0 landed -> the last wgmma done (divide by k-tiles - 1 for the step time)
+  epilogue  Gemm: last wgmma done -> consumer 0 done (bias wait, conversion, page stores)
 Cases: relu, add, rmsnorm (8192x8192), chain (20 ops, 1024x1024), gemm4k, gemm8k, mlp512 and mlp1024 (the
-seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor).
+seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one
+column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM) and k132 (132 wide tiles,
+K 16384: the step with every SM loading).
 Programs of at most 12 nodes also print one line per node: when its first instruction was published, its
 inputs were ready, its first compute began, its last compute ended and its last store completed, in us
 after the launch's first publish (the per-step hand-off latency of a dependent chain).
@@ -32,10 +37,12 @@ import megakittens.ops  # noqa: E402,F401
 
 BF16 = torch.bfloat16
 (PUBLISH, LOAD_BEGIN, INPUTS, LOAD_END, COMP_BEGIN, COMP_END, STORE_BEGIN, REUSE, HANDBACK, COMPLETE,
- STORE_END, SM) = range(12)
+ STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END) = range(16)
 PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
           ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
-          ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END)]
+          ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END),
+          # Gemm only: k-tile 0's TMA round trip, the mainloop after it, the epilogue (bias wait included)
+          ("rtt", FIRST_ISSUE, FIRST_FULL), ("mainloop", FIRST_FULL, MAINLOOP_END), ("epilogue", MAINLOOP_END, COMP_END)]
 
 
 def cases():

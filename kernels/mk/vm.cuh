@@ -210,6 +210,8 @@ enum TimelineEvent {
   kEvPublish, kEvLoadBegin, kEvInputsReady, kEvLoadEnd, kEvComputeBegin, kEvComputeEnd,
   kEvStoreBegin, kEvReuseReady, kEvHandBack, kEvStoreComplete, kEvStoreEnd, kEvSm,
   kEvFlags,  // a value, not a time: IType-specific (Gemm: 1 = B multicast across the cluster pair)
+  // Gemm only: the loader issued k-tile 0; consumer 0 saw k-tile 0 land; its mainloop's last wgmma done.
+  kEvFirstIssue, kEvFirstFull, kEvMainloopEnd,
   kTimelineWords = 16
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {

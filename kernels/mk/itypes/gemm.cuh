@@ -278,6 +278,7 @@ struct GemmT {
                                               pb + (2 + j) * kBoxBytes, b2map, coords, c.sem(kFull + s), kBoth);
           }
         }
+        if (kt == 0) mark(c, kEvFirstIssue);
       }
     }
     if (!warp_ok(c, ok)) return;
@@ -376,6 +377,7 @@ struct GemmT {
       const u32 parity = last_fixed ? 0u : static_cast<u32>((kt >> 2) & 1);
       const int sem = last_fixed ? kFixed : kFull + s;
       if (!mma_wait(c, c.sem(sem), parity, sem)) return;
+      if (kt == 0 && c.warp == 0) mark(c, kEvFirstFull);
       {  // both warpgroups issue even when warpgroup 1 has no rows (m_rows <= 64): it then multiplies
          // stale shared memory into rows nobody stores, since a branch here serializes the wgmma (C7518)
         const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);
@@ -402,6 +404,7 @@ struct GemmT {
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
     }
+    if (c.warp == 0) mark(c, kEvMainloopEnd);
     if (d.nk > 0) {
       __syncwarp();
       if (c.lane == 0) release_stage(c, d.last, mc);
