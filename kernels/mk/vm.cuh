@@ -52,6 +52,14 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_GEMM_MULTICAST
 #define MK_GEMM_MULTICAST 0
 #endif
+// Gemm consumers hand a stage back as soon as its own wgmma completes (wait_group 0) instead of after
+// the next k-tile's wgmma is issued (wait_group 1): one more stage in flight, no overlap of consecutive
+// wgmma groups. 1: tiles of <= 128 columns only, 2: every tile, 0 (default): never. An experiment for
+// the latency-bound small tiles (benchmarks/notes.md "Session 8": 0.64 us per 128x128x64 step); not
+// measured yet.
+#ifndef MK_GEMM_EARLY_RELEASE
+#define MK_GEMM_EARLY_RELEASE 0
+#endif
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
 #endif

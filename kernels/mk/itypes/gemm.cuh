@@ -363,6 +363,7 @@ struct GemmT {
   template <int N>
   static __device__ __forceinline__ void compute_n(Ctx& c, const Dims& d) {
     constexpr int kAcc = N / 2;
+    constexpr bool kEarly = MK_GEMM_EARLY_RELEASE == 2 || (MK_GEMM_EARLY_RELEASE == 1 && N <= 128);
     const int wg = c.warp >> 2;
     const bool active = wg * kBox < d.m_rows;  // warpgroup 1 stores nothing for m_rows <= 64
     const bool fix = needs_fix(c, d);
@@ -390,13 +391,14 @@ struct GemmT {
           mma<N>(acc, TA ? ptx::wgmma_desc_sw128(a0 + 2048 * k, 8 * 1024, 1024) : ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
                  TB ? ptx::wgmma_desc_sw128(b0 + 32 * k, 16, 1024) : ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024));
         ptx::wgmma_commit();
-        ptx::wgmma_wait<1>();  // k-tile kt-1 has been read: hand its stage back
+        if constexpr (kEarly) ptx::wgmma_wait<0>();  // k-tile kt has been read: hand its stage back
+        else ptx::wgmma_wait<1>();                   // k-tile kt-1 has been read: hand its stage back
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
       }
-      if (kt > 0) {
+      if (kEarly || kt > 0) {
         __syncwarp();
-        if (c.lane == 0) release_stage(c, (kt - 1) & 3, mc);
+        if (c.lane == 0) release_stage(c, kEarly ? s : (kt - 1) & 3, mc);
       }
     }
     {
@@ -405,7 +407,7 @@ struct GemmT {
       for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
     }
     if (c.warp == 0) mark(c, kEvMainloopEnd);
-    if (d.nk > 0) {
+    if (!kEarly && d.nk > 0) {
       __syncwarp();
       if (c.lane == 0) release_stage(c, d.last, mc);
     }
