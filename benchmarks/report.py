@@ -75,7 +75,7 @@ def main():
             for b in r["baselines"]:
                 if b not in bnames:
                     bnames.append(b)
-        extra = [k for k in ("pct_of_copy", "speedup_vs_graph", "rel_err", "cache_hit") if any(k in r for r in rows)]
+        extra = [k for k in ("pct_of_copy", "speedup_vs_graph", "rel_err", "cache_hit", "host_us") if any(k in r for r in rows)]
         cols = ["case", "unit", "megakittens"] + bnames + ["ratio"] + extra
         lines.append("| " + " | ".join(cols) + " |")
         lines.append("|" + "---|" * len(cols))
