@@ -36,7 +36,8 @@ def _layer_norm(x: torch.Tensor, normalized_shape: Sequence[int], weight: Option
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out.to(x.dtype), mean, rstd
+    # contiguous: eager's output is, whatever x's strides (the elementwise ops above keep a transposed x's)
+    return out.to(x.dtype).contiguous(), mean, rstd
 
 
 def _split_sizes(x: torch.Tensor, sizes: Sequence[int], dim: int = 0) -> list:

@@ -8,7 +8,10 @@ becomes a ``get_attr`` constant of ``gm``, which the tracer treats as a graph in
 
 ``drop_empty_cat_operands(gm)``: ``aten.cat`` skips 1-D empty operands (torch's legacy rule); Hugging Face's
 KV cache starts as such a tensor, so a prefill with ``use_cache=True`` concatenates the new keys onto one.
-Those operands go, and a cat left with one operand becomes that operand.
+An operand of the cat's rank that is empty (size 0 along the cat dim) adds nothing either: a rotary
+embedding over the whole head concatenates the rotated part with an empty "pass" slice (GPT-NeoX with
+rotary_pct 1, GPT-J). Those operands go (and the ops that only fed them), and a cat left with one operand
+becomes that operand.
 """
 from __future__ import annotations
 
@@ -99,14 +102,16 @@ def _drop_causal_masks(gm: torch.fx.GraphModule, env: dict) -> int:
     return count
 
 
-def _empty_1d(node, dtype) -> bool:
+def _empty_operand(node, out: torch.Tensor) -> bool:
+    """A cat operand that contributes nothing: empty, of the cat's dtype (another dtype would still take
+    part in type promotion), 1-D (the legacy rule) or of the cat's rank."""
     v = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return isinstance(v, torch.Tensor) and v.dim() == 1 and v.numel() == 0 and v.dtype == dtype
+    return (isinstance(v, torch.Tensor) and v.numel() == 0 and v.dtype == out.dtype
+            and (v.dim() == 1 or v.dim() == out.dim()))
 
 
 def drop_empty_cat_operands(gm: torch.fx.GraphModule) -> int:
-    """See the module doc; returns how many operands were dropped. Only operands of the cat's own dtype go
-    (an empty operand of another dtype would still take part in type promotion)."""
+    """See the module doc; returns how many operands were dropped."""
     dropped = 0
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target is not torch.ops.aten.cat.default or not node.args:
@@ -115,7 +120,7 @@ def drop_empty_cat_operands(gm: torch.fx.GraphModule) -> int:
         tensors = node.args[0]
         if not isinstance(out, torch.Tensor) or not isinstance(tensors, (list, tuple)):
             continue
-        keep = [t for t in tensors if not _empty_1d(t, out.dtype)]
+        keep = [t for t in tensors if not _empty_operand(t, out)]
         if len(keep) == len(tensors) or not keep:
             continue
         dropped += len(tensors) - len(keep)

@@ -89,6 +89,19 @@ def test_cat_skips_empty_1d_operands():
     assert _itypes().count("Cat(dim=2)") == 1, _itypes()
 
 
+def test_cat_skips_empty_slices():
+    """A rotary embedding over the whole head concatenates the rotated part with an empty "pass" slice
+    (GPT-NeoX with rotary_pct 1, GPT-J): the empty operand and the slice feeding it go before tracing,
+    under fallback="eager" and dry_run too (a zero-size tensor has no slot)."""
+    def f(x, y):
+        return torch.cat([x[..., :64] * 2, x[..., 64:]], -1), torch.cat([y[:, :0], torch.neg(y), y[:, 5:5]], 1)
+    _check(f, randn(2, 8, 64), randn(4, 24))
+    assert "Cat" not in " ".join(_itypes()), _itypes()
+    x = randn(4, 64)
+    g = lambda x: torch.cat([x[..., :64] * 2, x[..., 64:]], -1)  # noqa: E731
+    torch.testing.assert_close(megakittens.compile(g, fallback="eager")(x), g(x))
+
+
 # ---- casts and fp32 math ------------------------------------------------------------------------------
 
 def test_fp32_math_between_casts():

@@ -37,10 +37,17 @@ def test_layer_norm_module_fp32_and_eps():
     assert rel_err(out, F.layer_norm(x, (128,), ln.weight, ln.bias, 1e-5)) > 1e-2
 
 
+def test_layer_norm_of_a_transposed_view_has_eager_strides():
+    x = randn(64, 256)
+    fn = lambda x: F.layer_norm(x.t(), (64,))  # noqa: E731
+    out, ref = megakittens.compile(fn)(x), fn(x)
+    assert out.stride() == ref.stride() == (64, 1) and rel_err(out, ref) <= 1e-2
+
+
 def test_layer_norm_over_two_dims_is_reported():
-    """A normalization over more than the last dim is not rewritten: the support report names the op."""
+    """A normalization over more than the last dim is not rewritten: the error names the op and why."""
     fn = lambda x: F.layer_norm(x, (8, 64))  # noqa: E731
-    with pytest.raises(Exception, match="native_layer_norm"):
+    with pytest.raises(Exception, match=r"native_layer_norm.*only over the last dim"):
         megakittens.compile(fn)(randn(4, 8, 64))
 
 

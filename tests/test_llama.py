@@ -152,6 +152,9 @@ HF_FAMILIES = {
     "olmo2": ("Olmo2Config", "Olmo2Model", {}),
     "phi": ("PhiConfig", "PhiModel", {}),
     "stablelm": ("StableLmConfig", "StableLmModel", {}),
+    # GPT-NeoX: rotary over a quarter of the head, or the whole head (an empty "pass" slice concatenated)
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXModel", {}),
+    "gpt_neox_full_rotary": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 1.0}),
 }
 
 

@@ -441,8 +441,12 @@ std::string unsupported_hint(const std::string& target) {
     return "; SDPA decomposes into softmax when dropout_p > 0 or its attn_mask is not the causal mask "
            "(Attention has neither: use dropout_p=0 / model.eval(), is_causal=True), or fallback=\"eager\"";
   if (target == "aten.lift_fresh_copy.default")
-    return "; a tensor created from Python data inside forward (Hugging Face: the KV cache of use_cache=True; "
-           "pass use_cache=False), or fallback=\"eager\"";
+    return "; a tensor created from Python data inside forward (Hugging Face: the KV cache of use_cache=True, "
+           "pass use_cache=False; or an index list, x[..., [i]]), or fallback=\"eager\"";
+  if (target == "aten.native_layer_norm.default")
+    return "; LayerNorm is lowered only over the last dim (megakittens/decompose.py), or fallback=\"eager\"";
+  if (target == "aten.index.Tensor")
+    return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";
   if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
     return "; dropout in training mode: call model.eval()";
   return "";
