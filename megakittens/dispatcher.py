@@ -201,7 +201,7 @@ class Dispatcher:
         tensors: list = [None] * len(self.slots)
         for k, s in self._arg_slots:
             tensors[s] = self._host(args[k], copy=s in self._copy_inputs)
-        for path, s in self.program.attr_slots:
+        for path, s in self._attr_slots:
             tensors[s] = self._host(self._attr(path), copy=s in self._copy_inputs)
         self._fill_slots(tensors, lambda meta: self._fresh(meta))
 
@@ -231,9 +231,7 @@ class Dispatcher:
         plan = self._plan if self._plan is not None else self._make_plan()
         tensors: list = [None] * len(self.slots)
         ptrs = [0] * len(self.slots)
-        bound = [(s, args[k]) for k, s in self._arg_slots]
-        if self._attr_slots:
-            bound += [(s, self._attr(p)) for p, s in self._attr_slots]
+        bound = [(s, args[k]) for k, s in self._arg_slots] + [(s, self._attr(p)) for p, s in self._attr_slots]
         for s, t in bound:
             if not t.is_cuda:
                 raise ValueError(f"megakittens: '{self.name}' runs on {device}, but slot {s} is on {t.device}")
@@ -270,7 +268,7 @@ class Dispatcher:
         """Which slots a GPU call allocates as tensors (graph outputs that are not inputs, and the bases of
         output aliases), which go into the arena (256-byte aligned, as cudaMalloc: TMA wants 16), and the
         alias slots' byte offsets into their base (computed once)."""
-        bound = {s for _, s in self._arg_slots} | {s for _, s in self.program.attr_slots}
+        bound = {s for _, s in self._arg_slots} | {s for _, s in self._attr_slots}
         need = set()
         for s in self.output_slots:
             need.add(s)

@@ -157,11 +157,9 @@ def _gpu_ok():
     return gpu.available()[0]
 
 
-def run_gpu(program, args, options, timeline=None):
-    """Allocate every slot (inputs = args; a reshape alias on its base slot's memory, as the dispatcher does;
-    the rest in its own dtype, poisoned with NaN or a large integer), launch, return the outputs.
-    timeline: as gpu.run_program_gpu's."""
-    from megakittens import gpu
+def alloc_slots(program, args):
+    """Every slot as a CUDA tensor: inputs = args; a reshape alias on its base slot's memory, as the
+    dispatcher does; the rest in its own dtype, poisoned with NaN or a large integer."""
     slots = [None] * len(program.slots)
     for k, s in enumerate(program.input_slots):
         slots[s] = args[k].contiguous()
@@ -175,6 +173,13 @@ def run_gpu(program, args, options, timeline=None):
         if base[s] >= 0:
             n = math.prod(meta.shape)
             slots[s] = slots[base[s]].reshape(-1)[offset[s]:offset[s] + n].view(list(meta.shape))
+    return slots
+
+
+def run_gpu(program, args, options, timeline=None):
+    """Launch over alloc_slots(program, args), return the outputs. timeline: as gpu.run_program_gpu's."""
+    from megakittens import gpu
+    slots = alloc_slots(program, args)
     gpu.run_program_gpu(program, slots, options=options, timeline=timeline)
     torch.cuda.synchronize()
     return [slots[s] for s in program.output_slots]
@@ -254,12 +259,7 @@ def test_launcher_runs_on_the_current_stream():
     fn, shapes = CASES["add_1024"]
     program = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name="launcher")
     args = inputs_for(shapes, "cuda", seed=6)
-    slots = [None] * len(program.slots)
-    for k, s in enumerate(program.input_slots):
-        slots[s] = args[k]
-    for s, m in enumerate(program.slots):
-        if slots[s] is None:
-            slots[s] = torch.full(list(m.shape), float("nan"), dtype=getattr(torch, m.dtype), device="cuda")
+    slots = alloc_slots(program, args)
     launch = gpu.launcher(program, {"global_work_queue": True})
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
