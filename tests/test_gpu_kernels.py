@@ -273,6 +273,30 @@ def test_launcher_runs_on_the_current_stream():
 
 
 @pytest.mark.gpu
+def test_relaunch_with_some_slots_moved():
+    """The kernel parameter is rebuilt only for the slots whose address changed (GpuKernel::build_params):
+    alternating one input and the output between two buffers, with the other input fixed, every launch
+    reads and writes the buffers it was given."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, shapes = CASES["add_1024"]
+    program = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name="moved")
+    fixed = inputs_for(shapes, "cuda", seed=7)[1]
+    xs = [inputs_for(shapes, "cuda", seed=8 + i)[0] for i in range(2)]
+    (out_slot,) = program.output_slots
+    outs = [torch.full(list(program.slots[out_slot].shape), float("nan"), dtype=torch.bfloat16, device="cuda")
+            for _ in range(2)]
+    slots = [torch.empty(list(m.shape), dtype=getattr(torch, m.dtype), device="cuda") for m in program.slots]
+    launch = gpu.launcher(program, {"sync": True})
+    for i in (0, 1, 0, 1):
+        slots[program.input_slots[0]], slots[program.input_slots[1]], slots[out_slot] = xs[i], fixed, outs[i]
+        outs[i].fill_(float("nan"))
+        launch([int(t.data_ptr()) for t in slots])
+        torch.testing.assert_close(outs[i], fn(xs[i], fixed), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
 def test_jit_cache_hit(tmp_path, monkeypatch):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")

@@ -215,9 +215,20 @@ GpuKernel::~GpuKernel() {
   }
 }
 
+// Only the slots whose address changed since the last build are re-encoded: a call's fresh outputs
+// change a few pointers, and encoding every slot's maps took most of a 16-layer model's host time.
 void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
-  params_.assign(layout_.param_bytes(), 0);
-  maps_host_.assign(layout_.global_map_bytes(), 0);
+  const bool fresh = params_.empty() || params_ptrs_.size() != ptrs.size();
+  if (fresh) {
+    params_.assign(layout_.param_bytes(), 0);
+    maps_host_.assign(layout_.global_map_bytes(), 0);
+  }
+  // A failed encode leaves some slots at the new pointers: the next build starts over.
+  struct Invalidate {
+    std::vector<uint64_t>& ptrs;
+    bool armed = true;
+    ~Invalidate() { if (armed) ptrs.clear(); }
+  } invalidate{params_ptrs_};
   // Tile map i (slot maps, then xmaps) lives in the parameter or in the device buffer's host image.
   auto map_at = [&](size_t i) {
     unsigned char* at = layout_.maps_in_global ? maps_host_.data() + i * kMapBytes
@@ -226,6 +237,7 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
     return reinterpret_cast<CUtensorMap*>(at);
   };
   for (size_t s = 0; s < program_.slots.size(); ++s) {
+    if (!fresh && params_ptrs_[s] == ptrs[s]) continue;
     const TensorMeta& m = program_.slots[s];
     const Coord4 p = m.padded();
     SlotDesc sd{};
@@ -251,6 +263,7 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
     }
     std::memcpy(params_.data() + layout_.slots_offset() + s * kSlotBytes, &sd, sizeof sd);
   }
+  invalidate.armed = false;
   params_ptrs_ = ptrs;
 }
 
