@@ -287,7 +287,7 @@ def test_relaunch_with_some_slots_moved():
     (out_slot,) = program.output_slots
     outs = [torch.full(list(program.slots[out_slot].shape), float("nan"), dtype=torch.bfloat16, device="cuda")
             for _ in range(2)]
-    slots = [torch.empty(list(m.shape), dtype=getattr(torch, m.dtype), device="cuda") for m in program.slots]
+    slots = alloc_slots(program, [xs[0], fixed])
     launch = gpu.launcher(program, {"sync": True})
     for i in (0, 1, 0, 1):
         slots[program.input_slots[0]], slots[program.input_slots[1]], slots[out_slot] = xs[i], fixed, outs[i]
