@@ -82,10 +82,10 @@ def host_ms(fn, iters=10, warmup=2) -> float:
     return statistics.median(times)
 
 
-def program_for(fn, example_args, cluster_size=1, name="bench"):
+def program_for(fn, example_args, cluster_size=1, name="bench", fuse=True):
     fake = [a.detach().cpu() for a in example_args]
     gm = make_fx(fn, tracing_mode="fake")(*fake)
-    dag = _C.trace(fx_export.export_graph(gm, name))
+    dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
     # Options.profile: this GPU's h200 profile with MEGAKITTENS_PROFILE's overrides (A/B runs).
     return _C.schedule(dag, Options(cluster_size=cluster_size).profile(), cluster_size=cluster_size)
 

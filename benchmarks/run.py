@@ -101,19 +101,22 @@ def suite_chain(env):
     with torch.cuda.graph(g):
         static_out = chain20(x, y)
     graph_ms = bench(lambda: g.replay(), iters=100)
-    for cluster in (1, 2):
-        p = program_for(chain20, [x, y], cluster_size=cluster, name=f"chain20_c{cluster}")
-        for mode in ("per_sm", "global"):
-            runner = MkRunner(p, [x, y], {"global_work_queue": mode == "global"})
-            mk_ms = bench(runner, iters=100)
-            out = runner.outputs()[0]
-            ref = chain20(x.float(), y.float())
-            fin = torch.isfinite(ref)
-            err = ((out.float()[fin] - ref[fin]).norm() / ref[fin].norm()).item()
-            rows.append(row("chain", f"20 elementwise ops 1024x1024, cluster {cluster}, {mode}", "time", "us",
-                            mk_ms * 1e3, {"eager": eager_ms * 1e3, "cuda_graph_of_eager": graph_ms * 1e3}, env,
-                            higher_is_better=False, speedup_vs_graph=graph_ms / mk_ms, rel_err=err,
-                            instructions=p.num_instructions))
+    # Fused (one ElementwiseFused instruction type, the default) in every mode; unfused (fuse=False: 20
+    # dependent steps, as before the elementwise fusion pass) once, for comparison.
+    configs = [(c, m, True) for c in (1, 2) for m in ("per_sm", "global")] + [(1, "per_sm", False)]
+    for cluster, mode, fuse in configs:
+        p = program_for(chain20, [x, y], cluster_size=cluster, name=f"chain20_c{cluster}", fuse=fuse)
+        runner = MkRunner(p, [x, y], {"global_work_queue": mode == "global"})
+        mk_ms = bench(runner, iters=100)
+        out = runner.outputs()[0]
+        ref = chain20(x.float(), y.float())
+        fin = torch.isfinite(ref)
+        err = ((out.float()[fin] - ref[fin]).norm() / ref[fin].norm()).item()
+        rows.append(row("chain", f"20 elementwise ops 1024x1024, cluster {cluster}, {mode}"
+                        + ("" if fuse else ", unfused (fuse=False)"), "time", "us",
+                        mk_ms * 1e3, {"eager": eager_ms * 1e3, "cuda_graph_of_eager": graph_ms * 1e3}, env,
+                        higher_is_better=False, speedup_vs_graph=graph_ms / mk_ms, rel_err=err,
+                        instructions=p.num_instructions))
     write("chain", rows)
     return rows
 

@@ -14,7 +14,7 @@ Phases (events in launch order of one instruction):
   rtt       Gemm: loader issued k-tile 0 -> consumer 0 saw it land (one TMA round trip)
   mainloop  Gemm: k-tile 0 landed -> the last wgmma done (divide by k-tiles - 1 for the step time)
   epilogue  Gemm: last wgmma done -> consumer 0 done (bias wait, conversion, page stores)
-Cases: relu, add, rmsnorm (8192x8192), chain (20 ops, 1024x1024), gemm4k, gemm8k, mlp512 and mlp1024 (the
+Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), chain (20 ops, 1024x1024), gemm4k, gemm8k, mlp512 and mlp1024 (the
 seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one
 column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM) and k132 (132 wide tiles,
 K 16384: the step with every SM loading).
@@ -52,6 +52,8 @@ def cases():
         "relu": (lambda x: torch.relu(x), [r(8192, 8192)]),
         "add": (lambda x, y: x + y, [r(8192, 8192), r(8192, 8192)]),
         "rmsnorm": (lambda x, w: torch.ops.megakittens.rms_norm(x, w, 1e-6), [r(8192, 8192), r(8192)]),
+        "rms16k": (lambda x, w: torch.ops.megakittens.rms_norm(x, w, 1e-6), [r(16384, 8192), r(8192)]),
+        "rms16kx16k": (lambda x, w: torch.ops.megakittens.rms_norm(x, w, 1e-6), [r(16384, 16384), r(16384)]),
         "chain": (chain20, [r(1024, 1024) * 0.1, r(1024, 1024) * 0.1]),
         "gemm4k": (lambda a, b: a @ b, [r(4096, 4096), r(4096, 4096)]),
         "gemm8k": (lambda a, b: a @ b, [r(8192, 8192), r(8192, 8192)]),

@@ -281,10 +281,15 @@ def test_op_units_roles():
 @pytest.mark.skipif(bool(_C.gpu_runtime_missing), reason="built without the GPU runtime")
 def test_gpu_missing_bodies():
     gm = _aten_graph(clamp_inf, randn(128, 128), randn(128, 128))
-    program = _C.schedule(_C.trace(fx_export.export_graph(gm, "g")), _C.Profile.by_name("h200", 132))
+    graph = fx_export.export_graph(gm, "g")
+    program = _C.schedule(_C.trace(graph, fuse=False), _C.Profile.by_name("h200", 132))
     missing = _C.gpu_missing_bodies(program)
     assert [n for n, _ in missing] == ["clamp"]
     assert "ElementwiseUnary(ops=clamp_max:inf) has no GPU body yet" in missing[0][1]
+    # Fused with the relu after it, the step keeps its constant and still has no body.
+    missing = _C.gpu_missing_bodies(_C.schedule(_C.trace(graph), _C.Profile.by_name("h200", 132)))
+    assert [n for n, _ in missing] == ["relu"]
+    assert "ElementwiseFused(x1: clamp_max:inf(x0):bf16; relu(t0):bf16) has no GPU body yet" in missing[0][1]
 
 
 def test_model_that_compiles_whole_is_one_megakernel():

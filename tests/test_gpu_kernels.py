@@ -57,6 +57,29 @@ def g_chain(x, y, w):
     return torch.sqrt(torch.abs(d))
 
 
+def g_chain20(x, y):  # benchmarks/run.py chain20 (sqrt of |x|: no NaN a last-bit difference could flip)
+    ops = [torch.relu, torch.abs, torch.neg, torch.exp, lambda t: torch.sqrt(torch.abs(t))]
+    for i in range(20):
+        x = x + y if i % 2 else ops[(i // 2) % 5](x)
+    return x
+
+
+def g_fused_one_input(x):  # a diamond over one input: 4 tiles per instruction
+    a = torch.relu(x)
+    return a * torch.sigmoid(a) - 0.5 * x
+
+
+def g_fused_bcast(x, w):  # a broadcast row (plain-load path) and an output that is read again
+    h = torch.tanh(x * w)
+    return h, h * 2 + torch.neg(w)
+
+
+def g_fused_fp32(x, y):  # fp32 steps between casts: mixed dtypes on the plain-load path
+    a = x.float()
+    b = torch.sigmoid(a) * a + y
+    return (b.square() - 1).to(BF16)
+
+
 def g_mlp_like(x, b):  # views: b[i] of a (3, R, C) tensor
     for i in range(3):
         x = torch.relu(x + b[i])
@@ -122,7 +145,14 @@ CASES = {
     "chain": (g_chain, [(512, 1024), (512, 1024), (1024,)]),
     "mlp_views": (g_mlp_like, [(1024, 1024), (3, 1024, 1024)]),
     "many_slots": (g_many_slots, [(256, 384)] * MANY + [(384, 128)]),
+    "fused_chain20": (g_chain20, [(1024, 1024), (1024, 1024)]),
+    "fused_one_input": (g_fused_one_input, [(300, 1000)]),
+    "fused_bcast": (g_fused_bcast, [(200, 264), (264,)]),
+    "fused_fp32": (g_fused_fp32, [(128, 384), (128, 384)]),
 }
+# Cases whose elementwise nodes fuse (src/trace/fuse_elementwise.h): test_unfused_vs_eager runs them with
+# fuse=False too, so every unfused IType keeps running on the device.
+FUSING = ["binary_all_ragged", "chain", "mlp_views", "fused_chain20"]
 
 
 def inputs_for(shapes, device="cpu", seed=0):
@@ -131,13 +161,14 @@ def inputs_for(shapes, device="cpu", seed=0):
 
 
 def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None,
-                split_chain_steps=None):
+                split_chain_steps=None, fuse=True):
     """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs.
     gemm_n (128 or 256) fixes the Gemm tile width and turns split-K off; None lets the profile choose
     per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's.
-    split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's."""
+    split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's.
+    fuse: _C.trace's (False: no fusion passes, each aten op its own node)."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
-    dag = _C.trace(fx_export.export_graph(gm, name))
+    dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
     profile = _C.Profile.by_name("h200", num_sms)
     if gemm_n is not None:
         profile.gemm_n, profile.gemm_n_narrow, profile.gemm_split_k = gemm_n, 0, 1
@@ -195,20 +226,35 @@ def rel_err(out, ref):
 @pytest.mark.parametrize("global_queue", [False, True])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_itype_vs_eager(case, global_queue, cluster):
+    _check_vs_eager(case, global_queue, cluster, fuse=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("case", FUSING)
+def test_unfused_vs_eager(case, global_queue, cluster):
+    _check_vs_eager(case, global_queue, cluster, fuse=False)
+
+
+def _check_vs_eager(case, global_queue, cluster, fuse):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
     from megakittens import gpu
     fn, shapes = CASES[case]
-    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=case)
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=case, fuse=fuse)
     for seed in (1, 2):  # fresh inputs each launch; the second launch exercises epoch-scaled barriers
         args = inputs_for(shapes, "cuda", seed=seed)
-        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
-        ref = fn(*args)  # eager bf16: every op rounds its output to bf16 once, as each megakernel node does
-        assert not torch.isnan(out).any() or torch.isnan(ref).any(), "unwritten or NaN output"
-        finite = torch.isfinite(ref.float())
-        err = rel_err(out.float()[finite], ref.float()[finite])
-        assert err <= 1e-2, f"{case}: relative error {err:.3e}"
-        assert torch.equal(torch.isnan(out), torch.isnan(ref)), "NaN pattern differs from eager"
+        outs = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        refs = fn(*args)  # eager bf16: every op rounds its output to bf16 once, as each megakernel node does
+        refs = refs if isinstance(refs, tuple) else (refs,)
+        assert len(outs) == len(refs)
+        for out, ref in zip(outs, refs):
+            assert not torch.isnan(out).any() or torch.isnan(ref).any(), "unwritten or NaN output"
+            finite = torch.isfinite(ref.float())
+            err = rel_err(out.float()[finite], ref.float()[finite])
+            assert err <= 1e-2, f"{case}: relative error {err:.3e}"
+            assert torch.equal(torch.isnan(out), torch.isnan(ref)), "NaN pattern differs from eager"
 
 
 @pytest.mark.gpu

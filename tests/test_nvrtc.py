@@ -39,7 +39,8 @@ def _compile(program):
 
 
 @pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("case", ["unary_1024", "add_1024", "rms_2048", "chain", "many_slots"])
+@pytest.mark.parametrize("case", ["unary_1024", "add_1024", "rms_2048", "chain", "many_slots", "fused_chain20",
+                                  "fused_one_input", "fused_bcast", "fused_fp32"])
 def test_generated_source_compiles_without_spills(case, cluster):
     fn, shapes = CASES[case]
     program = program_for(fn, shapes, cluster_size=cluster)
@@ -223,14 +224,16 @@ def test_elementwise_ops_compile_without_spills(case, cluster):
         for op in ("silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square"):
             assert f"mk::ElementwiseUnary<mk::Unary::{op}>" in src
     else:
-        assert "mk::ElementwiseUnaryK<" in src
+        assert "mk::ElementwiseFused<" in src  # the chains fuse; ew_scalar's single ops stay ElementwiseUnaryK
+        assert ("mk::ElementwiseUnaryK<" in src) == (case == "ew_scalar")
     if case == "ew_scalar":
-        # Constants reach the kernel exactly (fp32 hex literals): 0.5, 1/10 rounded to fp32, 3, 1e-6.
-        for lit in ("mk::Unary::mul_scalar; static constexpr float k = 0x1p-1f;",
-                    "mk::Unary::mul_scalar; static constexpr float k = 0x1.99999ap-4f;",
-                    "mk::Unary::div_scalar; static constexpr float k = 0x1.8p+1f;",
-                    "mk::Unary::add_scalar; static constexpr float k = 0x1.0c6f7ap-20f;"):
-            assert lit in src, lit
+        # Constants reach the kernel exactly (fp32 hex literals): 0.5, 1/10 rounded to fp32, 3, 1e-6, in a step
+        # struct of ElementwiseUnaryK or a step of a fused function (x * 0.5 + 1).
+        for op, k in (("mul_scalar", "0x1p-1f"), ("mul_scalar", "0x1.99999ap-4f"), ("div_scalar", "0x1.8p+1f"),
+                      ("add_scalar", "0x1.0c6f7ap-20f")):
+            assert (f"mk::Unary::{op}; static constexpr float k = {k};" in src
+                    or re.search(rf"mk::Unary::{op}>\(x\[0\], {re.escape(k)}\)", src)), (op, k)
+        assert "mk::unary<mk::Unary::mul_scalar>(x[0], 0x1p-1f)" in src  # x * 0.5 + 1 is fused
     if "megakittens_kernel" not in log:
         pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]

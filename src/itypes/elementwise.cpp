@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "ir/error.h"
 
@@ -142,16 +144,8 @@ int64_t ElementwiseUnary::num_instructions(const NodeInfo& n) const {
 }
 
 InstrDesc ElementwiseUnary::instruction(const NodeInfo& n, int64_t i) const {
-  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, 1, i);
-  const Box box = tile_box(t);
-  InstrDesc d;
-  push_origin(d.indices, n.inputs[0].origin(t.origin));
-  push_origin(d.indices, t.origin);  // outputs are whole tensors: output coords are backing coords
-  d.indices.push_back(static_cast<int32_t>(t.rows));
-  d.indices.push_back(static_cast<int32_t>(t.cols));
-  d.reads = {{box}};
-  d.writes = {{box}};
-  return d;
+  const uint8_t none = 0;
+  return ew_instruction(n, 1, &none, i);
 }
 
 // ---- ElementwiseBinary ----
@@ -162,14 +156,23 @@ const std::vector<std::string>& ElementwiseBinary::supported_ops() {
 }
 
 ElementwiseBinary::ElementwiseBinary(std::string op, double alpha, bool inplace, Broadcast broadcast)
-    : op_(std::move(op)), alpha_(alpha), inplace_(inplace), bcast_(broadcast) {
-  const auto& ok = supported_ops();
-  if (std::find(ok.begin(), ok.end(), op_) == ok.end())
-    fail("ElementwiseBinary: unknown op '", op_, "'; supported ops: ", join(ok, ", "));
+    : op_(std::move(op)), bop_(parse_binary_op(op_)), alpha_(alpha), inplace_(inplace), bcast_(broadcast) {
   for (uint8_t m : bcast_)
     if (m > 15) fail("ElementwiseBinary: broadcast mask ", int(m), " has bits beyond the 4 padded dims");
   if (inplace_ && bcast_[0])
     fail("ElementwiseBinary: in place, input a is the output and cannot broadcast");
+}
+
+const char* binary_op_name(BinaryOp op) {
+  static const char* const names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+  return names[static_cast<int>(op)];
+}
+
+BinaryOp parse_binary_op(const std::string& name) {
+  const auto& ok = ElementwiseBinary::supported_ops();  // in BinaryOp order
+  const auto it = std::find(ok.begin(), ok.end(), name);
+  if (it == ok.end()) fail("ElementwiseBinary: unknown op '", name, "'; supported ops: ", join(ok, ", "));
+  return static_cast<BinaryOp>(it - ok.begin());
 }
 
 std::string broadcast_mask_text(uint8_t m) {
@@ -215,39 +218,33 @@ ElementwiseBinary::Broadcast ElementwiseBinary::broadcast_for(const TensorRange&
   return {mask_of(a, out), mask_of(b, out)};
 }
 
-void ElementwiseBinary::validate(const NodeInfo& n) const {
-  require_inputs(n, 2);
-  require_outputs(n, 1);
+void require_ew_operand(const NodeInfo& n, int k, const char* what, uint8_t mask) {
   const auto& y = n.outputs[0];
-  require_float(n, "output", y.dtype);
   const Coord4 out = y.padded();
-  const char* names[2] = {"input a", "input b"};
-  for (int k = 0; k < 2; ++k) {
-    const Operand& x = n.inputs[k];
-    require_float(n, names[k], x.dtype());
-    require_rank(n, names[k], x.shape(), 0, 4);
-    const Coord4 v = x.padded();
-    bool ok = x.shape().size() <= y.shape.size();
-    for (int d = 0; d < 4; ++d) ok &= v[d] == out[d] || v[d] == 1;
-    if (!ok)
-      fail("node '", n.name, "' (", n.target, "): ", names[k], " shape ", shape_str(x.shape()),
-           " does not broadcast to the output shape ", shape_str(y.shape));
-    const uint8_t m = mask_of(x.range, out);
-    if (m != bcast_[k])
-      fail("node '", n.name, "' (", n.target, "): ", names[k], " shape ", shape_str(x.shape()), " (view ",
-           x.range.str(), ") broadcasts along padded dims ", mask_text(m), " to the output shape ",
-           shape_str(y.shape), ", but the instruction type says ", mask_text(bcast_[k]),
-           m == 0 ? " (inputs of the output's shape need the plain form)" : "");
-    // The tile the operand actually reads: extent 1 along its broadcast dims.
-    Operand eff = x;
-    const int pad = 4 - static_cast<int>(eff.range.view_shape.size());
-    for (int d = pad; d < 4; ++d)
-      if (m >> d & 1) eff.range.view_shape[d - pad] = 1, eff.range.bcast[d] = false;
-    require_tile_view(n, names[k], eff);
-  }
+  const Operand& x = n.inputs[k];
+  require_float(n, what, x.dtype());
+  require_rank(n, what, x.shape(), 0, 4);
+  const Coord4 v = x.padded();
+  bool ok = x.shape().size() <= y.shape.size();
+  for (int d = 0; d < 4; ++d) ok &= v[d] == out[d] || v[d] == 1;
+  if (!ok)
+    fail("node '", n.name, "' (", n.target, "): ", what, " shape ", shape_str(x.shape()),
+         " does not broadcast to the output shape ", shape_str(y.shape));
+  const uint8_t m = mask_of(x.range, out);
+  if (m != mask)
+    fail("node '", n.name, "' (", n.target, "): ", what, " shape ", shape_str(x.shape()), " (view ",
+         x.range.str(), ") broadcasts along padded dims ", mask_text(m), " to the output shape ",
+         shape_str(y.shape), ", but the instruction type says ", mask_text(mask),
+         m == 0 ? " (inputs of the output's shape need the plain form)" : "");
+  // The tile the operand actually reads: extent 1 along its broadcast dims.
+  Operand eff = x;
+  const int pad = 4 - static_cast<int>(eff.range.view_shape.size());
+  for (int d = pad; d < 4; ++d)
+    if (m >> d & 1) eff.range.view_shape[d - pad] = 1, eff.range.bcast[d] = false;
+  require_tile_view(n, what, eff);
 }
 
-bool ElementwiseBinary::reads_view(int, const TensorRange& v, const Coord4&) const {
+bool ew_reads_view(const TensorRange& v) {
   TensorRange eff = v;  // a broadcast dim reads one element: its layout does not matter
   const int pad = 4 - static_cast<int>(v.view_shape.size());
   for (int d = pad; d < 4; ++d)
@@ -255,31 +252,58 @@ bool ElementwiseBinary::reads_view(int, const TensorRange& v, const Coord4&) con
   return tile_view(eff);
 }
 
-int64_t ElementwiseBinary::num_instructions(const NodeInfo& n) const {
-  return ew_num_tiles(n.outputs[0].padded(), n.profile, 2);
-}
-
-InstrDesc ElementwiseBinary::instruction(const NodeInfo& n, int64_t i) const {
-  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, 2, i);
+InstrDesc ew_instruction(const NodeInfo& n, int inputs, const uint8_t* bcast, int64_t i) {
+  const EwTile t = ew_tile(n.outputs[0].padded(), n.profile, inputs, i);
   const Box box = tile_box(t);
   InstrDesc d;
-  d.reads.resize(2);
-  for (int k = 0; k < 2; ++k) {
+  d.reads.resize(inputs);
+  for (int k = 0; k < inputs; ++k) {
     // A broadcast operand's tile starts at view coordinate 0 along its broadcast dims (its backing
     // point) and is 1 wide there.
     Box rb = box;
     for (int dim = 0; dim < 4; ++dim)
-      if (bcast_[k] >> dim & 1) rb.lo[dim] = 0, rb.hi[dim] = 1;
+      if (bcast[k] >> dim & 1) rb.lo[dim] = 0, rb.hi[dim] = 1;
     push_origin(d.indices, n.inputs[k].origin(rb.lo));
     d.reads[k] = {rb};
   }
-  // y is a whole tensor: output coords are slot coords. The scheduler aliases y to a's slot only
-  // when a is the whole tensor too, so in place this is also where the kernel read a.
+  // y is a whole tensor: output coords are slot coords. The scheduler aliases an in-place y to a's slot
+  // only when a is the whole tensor too, so in place this is also where the kernel read a.
   push_origin(d.indices, t.origin);
   d.indices.push_back(static_cast<int32_t>(t.rows));
   d.indices.push_back(static_cast<int32_t>(t.cols));
   d.writes = {{box}};
   return d;
+}
+
+float binary_apply(BinaryOp op, float a, float b, float alpha) {
+  switch (op) {
+    case BinaryOp::add: return a + alpha * b;
+    case BinaryOp::sub: return a - alpha * b;
+    case BinaryOp::mul: return a * b;
+    case BinaryOp::div: return a / b;
+    // torch.maximum/minimum propagate NaN.
+    case BinaryOp::maximum: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::max(a, b);
+    case BinaryOp::minimum: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::min(a, b);
+  }
+  return std::numeric_limits<float>::quiet_NaN();  // unreachable: parse_binary_op checks the name
+}
+
+void ElementwiseBinary::validate(const NodeInfo& n) const {
+  require_inputs(n, 2);
+  require_outputs(n, 1);
+  require_float(n, "output", n.outputs[0].dtype);
+  require_ew_operand(n, 0, "input a", bcast_[0]);
+  require_ew_operand(n, 1, "input b", bcast_[1]);
+}
+
+bool ElementwiseBinary::reads_view(int, const TensorRange& v, const Coord4&) const { return ew_reads_view(v); }
+
+int64_t ElementwiseBinary::num_instructions(const NodeInfo& n) const {
+  return ew_num_tiles(n.outputs[0].padded(), n.profile, 2);
+}
+
+InstrDesc ElementwiseBinary::instruction(const NodeInfo& n, int64_t i) const {
+  return ew_instruction(n, 2, bcast_.data(), i);
 }
 
 std::optional<int> ElementwiseBinary::inplace_input(int output) const {

@@ -25,6 +25,23 @@ EwTile ew_tile(const Coord4& shape, const Profile&, int inputs, int64_t i);
 uint8_t broadcast_mask(const TensorRange& r, const Coord4& out);
 std::string broadcast_mask_text(uint8_t mask);  // "0110": one char per padded dim b, d, r, c
 
+// The tile instruction of an elementwise node (ElementwiseUnary / Binary / Fused) over `inputs` operands,
+// bcast[k] the broadcast mask of input k: indices `x_k origin (4 each) | y origin | rows cols`, input k's
+// tile starting at view coordinate 0 and 1 wide along its broadcast dims (docs/itypes.md).
+InstrDesc ew_instruction(const NodeInfo&, int inputs, const uint8_t* bcast, int64_t i);
+// Checks input k (named `what`) of an elementwise node: floating, rank <= 4, broadcasting to the output
+// along exactly the padded dims of `mask`, its tile a tile view. Throws CompileError naming the node.
+void require_ew_operand(const NodeInfo&, int k, const char* what, uint8_t mask);
+// reads_view of the elementwise ITypes: tile views whose broadcast dims (folded expands) may run anywhere.
+bool ew_reads_view(const TensorRange&);
+
+// The binary ops in fp32, torch semantics: add/sub are a +- alpha * b, div is true division, maximum and
+// minimum propagate NaN. The device's mk::binary (kernels/mk/itypes/elementwise.cuh) computes the same.
+enum class BinaryOp { add, sub, mul, div, maximum, minimum };
+const char* binary_op_name(BinaryOp);  // "add"
+BinaryOp parse_binary_op(const std::string& name);  // throws CompileError naming the supported ops
+float binary_apply(BinaryOp, float a, float b, float alpha);
+
 // One step of an ElementwiseUnary op list. The scalar forms carry a constant k, written "name:k" with k
 // as canonical %.9g text ("add_scalar:2.5", "clamp_min:0"); k is that text parsed and rounded to fp32.
 struct UnaryStep {
@@ -86,6 +103,7 @@ class ElementwiseBinary final : public IType {
   // only for an operand that broadcasts).
   std::string params() const override;
   const std::string& op() const { return op_; }
+  BinaryOp binary_op() const { return bop_; }
   double alpha() const { return alpha_; }
   bool inplace() const { return inplace_; }
   const Broadcast& broadcast() const { return bcast_; }
@@ -104,6 +122,7 @@ class ElementwiseBinary final : public IType {
 
  private:
   std::string op_;
+  BinaryOp bop_;
   double alpha_;
   bool inplace_;
   Broadcast bcast_;

@@ -7,7 +7,7 @@
 
 #include "itypes/attention.h"
 #include "itypes/copy.h"
-#include "itypes/elementwise.h"
+#include "itypes/elementwise_fused.h"
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
 #include "itypes/rope.h"
@@ -54,7 +54,8 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   // counts: at most two, the binary limit); rms_norm.cuh: rows in at most kXPages = 3 pages.
   const bool ew_tiles_ok = profile.ew_tile_rows == 128 && profile.ew_tile_cols == 128 &&
                            (profile.ew_max_pages > 0 ? profile.ew_max_pages <= 4 : profile.ew_tiles_per_instruction <= 2);
-  if ((dynamic_cast<const ElementwiseUnary*>(&it) || dynamic_cast<const ElementwiseBinary*>(&it)) && !ew_tiles_ok)
+  if ((dynamic_cast<const ElementwiseUnary*>(&it) || dynamic_cast<const ElementwiseBinary*>(&it) ||
+       dynamic_cast<const ElementwiseFused*>(&it)) && !ew_tiles_ok)
     throw GpuError("megakittens: IType " + it.str() + " has no GPU body for profile '" + profile.name +
                    "' (elementwise tiles must be 128x128, at most 4 pages per instruction)");
   if (dynamic_cast<const RMSNorm*>(&it) && profile.rms_norm_pages > 3)
@@ -86,6 +87,37 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
               ";\n  static constexpr unsigned bcast_a = " + std::to_string(b->broadcast()[0]) +
               ", bcast_b = " + std::to_string(b->broadcast()[1]) + ";\n};\n";
     return "mk::ElementwiseBinary<" + P + ">";
+  }
+  if (const auto* f = dynamic_cast<const ElementwiseFused*>(&it)) {
+    // One const per step, each rounded to its unfused node's dtype (the last one by the store).
+    const int n = f->inputs();
+    auto ref = [n](int r) { return r < n ? "x[" + std::to_string(r) + "]" : "t" + std::to_string(r - n); };
+    std::string body, bc;
+    for (int k = n; k-- > 0;)
+      bc = k + 1 == n ? std::to_string(f->broadcast(k)) + "u"
+                      : "k == " + std::to_string(k) + " ? " + std::to_string(f->broadcast(k)) + "u : " + bc;
+    const auto& steps = f->steps();
+    for (size_t j = 0; j < steps.size(); ++j) {
+      const FusedStep& st = steps[j];
+      std::string v;
+      if (st.binary) {
+        v = std::string("mk::binary<mk::Binary::") + binary_op_name(st.op) + ">(" + ref(st.a) + ", " + ref(st.b) +
+            ", " + float_literal(st.alpha) + ")";
+      } else {
+        if (st.unary.has_k && !std::isfinite(st.unary.k))
+          throw GpuError("megakittens: IType " + it.str() + " has no GPU body yet (non-finite constant)");
+        v = "mk::unary<mk::Unary::" + st.unary.name + ">(" + ref(st.a) + ", " + float_literal(st.unary.k) + ")";
+      }
+      const bool last = j + 1 == steps.size();
+      const char* r = st.dtype == DType::bf16 ? "bf16" : st.dtype == DType::f16 ? "f16" : "f32";
+      if (!last && st.dtype != DType::f32) v = std::string("mk::round_to<mk::Round::") + r + ">(" + v + ")";
+      body += "    const float t" + std::to_string(j) + " = " + v + ";\n";
+    }
+    params += "struct " + P + " {  // " + it.str() + "\n  static constexpr int inputs = " + std::to_string(n) +
+              ";\n  static constexpr __device__ unsigned bcast(int k) { return " + bc +
+              "; }\n  static __device__ __forceinline__ float apply(const float (&x)[" + std::to_string(n) +
+              "]) {\n" + body + "    return t" + std::to_string(steps.size() - 1) + ";\n  }\n};\n";
+    return "mk::ElementwiseFused<" + P + ">";
   }
   // [Note: SIMT bodies] (kernels/mk/simt.cuh): plain loads and stores, any dtype.
   if (const auto* cp = dynamic_cast<const Copy*>(&it)) {

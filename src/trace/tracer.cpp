@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "itypes/copy.h"
 #include "trace/fuse_attention_output.h"
+#include "trace/fuse_elementwise.h"
 #include "trace/fuse_gemm_act.h"
 #include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_residual.h"
@@ -456,6 +457,7 @@ DAG trace(const FxGraph& g, bool fuse) {
   DAG dag = Tracer(fused).run();
   fuse_gemm_act(dag);
   fuse_attention_output(dag);
+  fuse_elementwise(dag);
   return dag;
 }
 

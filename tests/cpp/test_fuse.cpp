@@ -4,6 +4,7 @@
 
 #include "fx_builder.h"
 #include "ir/error.h"
+#include "itypes/elementwise_fused.h"
 #include "itypes/rms_norm.h"
 #include "trace/fuse_residual.h"
 #include "trace/fuse_rms_norm.h"
@@ -272,4 +273,112 @@ TEST(FuseSwiglu, OtherInputsOrUsersAreLeftAlone) {
   EXPECT_EQ(fuse_swiglu(other), 0);
   FxGraph shared = swiglu_graph(false, false, true);
   EXPECT_EQ(fuse_swiglu(shared), 0);
+}
+
+// ---- The DAG-level elementwise fusion (trace/fuse_elementwise) ----
+
+namespace {
+
+std::vector<const Node*> computes(const DAG& d) {
+  std::vector<const Node*> out;
+  for (const Node& n : d.nodes)
+    if (n.is_compute()) out.push_back(&n);
+  return out;
+}
+
+}  // namespace
+
+TEST(FuseElementwise, ChainOfTwentyOpsIsOneInstructionType) {  // benchmarks/run.py chain20
+  GraphBuilder b;
+  const int x0 = b.placeholder("x", {64, 128}), y = b.placeholder("y", {64, 128});
+  const char* unary[] = {"aten.relu.default", "aten.abs.default", "aten.neg.default", "aten.exp.default", "aten.sqrt.default"};
+  int x = x0;
+  for (int i = 0; i < 20; ++i)
+    x = i % 2 ? b.call("add_" + std::to_string(i), "aten.add.Tensor", {ref(x), ref(y)}, {64, 128})
+              : b.call("u_" + std::to_string(i), unary[(i / 2) % 5], {ref(x)}, {64, 128});
+  b.output({x});
+  const DAG d = trace(b.g);
+  const auto c = computes(d);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]->name, "add_19");  // the root keeps its place and name
+  const auto* f = dynamic_cast<const ElementwiseFused*>(c[0]->itype.get());
+  ASSERT_NE(f, nullptr) << c[0]->itype->str();
+  EXPECT_EQ(f->inputs(), 2);
+  EXPECT_EQ(f->steps().size(), 20u);
+  EXPECT_EQ(d.nodes[c[0]->inputs[0].node].name, "x");
+  EXPECT_EQ(d.nodes[c[0]->inputs[1].node].name, "y");
+  EXPECT_EQ(f->params().substr(0, 60), "x2: relu(x0):bf16; add(t0,x1):bf16; abs(t1):bf16; add(t2,x1)");
+  EXPECT_EQ(trace(b.g, /*fuse=*/false).nodes.size(), 23u);  // fuse=False keeps every op
+}
+
+TEST(FuseElementwise, SharedOrViewedIntermediatesStay) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {64, 128}), y = b.placeholder("y", {64, 128});
+  const int r = b.call("relu", "aten.relu.default", {ref(x)}, {64, 128});
+  const int s = b.call("sigmoid", "aten.sigmoid.default", {ref(r)}, {64, 128});
+  const int m = b.call("mul", "aten.mul.Tensor", {ref(r), ref(s)}, {64, 128});  // a diamond: fuses
+  const int a = b.call("add", "aten.add.Tensor", {ref(m), ref(y)}, {64, 128});
+  const int t = b.call("t", "aten.t.default", {ref(a)}, {128, 64});
+  const int e = b.call("exp", "aten.exp.default", {ref(t)}, {128, 64});  // reads `add` transposed
+  const int n = b.call("neg", "aten.neg.default", {ref(e)}, {128, 64});
+  b.output({n, m});  // `mul` is an output as well
+  const DAG d = trace(b.g);
+  std::vector<std::string> got;
+  for (const Node* c : computes(d)) got.push_back(c->name + " " + c->itype->str());
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "mul ElementwiseFused(x1: relu(x0):bf16; sigmoid(t0):bf16; mul(t0,t1):bf16)",
+                     "add ElementwiseBinary(op=add,alpha=1)",
+                     "exp_in0_copy Copy(src=32)",  // the transposed view, materialised
+                     "neg ElementwiseFused(x1: exp(x0):bf16; neg(t0):bf16)"}));
+}
+
+TEST(FuseElementwise, AtMostTwoOuterInputsAndBroadcastMasks) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {16, 64}), w = b.placeholder("w", {64}), c = b.placeholder("c", {16, 1});
+  const int m = b.call("mul", "aten.mul.Tensor", {ref(x), ref(w)}, {16, 64});
+  const int s = b.call("sub", "aten.sub.Tensor", {ref(m), ref(c)}, {16, 64});  // a third input: a new group
+  const int r = b.call("relu", "aten.relu.default", {ref(s)}, {16, 64});
+  const int h = b.call("mul_1", "aten.mul.Tensor", {ref(r), real(0.5)}, {16, 64}, "float32");
+  b.output({h});
+  const DAG d = trace(b.g);
+  std::vector<std::string> got;
+  for (const Node* n : computes(d)) got.push_back(n->name + " " + n->itype->str());
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "mul ElementwiseBinary(op=mul,alpha=1,bcast_b=0010)",
+                     "mul_1 ElementwiseFused(x2: sub(x0,x1):bf16; relu(t0):bf16; mul_scalar:0.5(t1):f32; bcast_x1=0001)"}));
+}
+
+TEST(FuseElementwise, UnaryOpListsRoundOnce) {  // rsub(x, 1) is neg then add_scalar:1, rounded once
+  GraphBuilder b;
+  const int x = b.placeholder("x", {8, 128});
+  const int r = b.call("rsub", "aten.rsub.Scalar", {ref(x), num(1)}, {8, 128});
+  const int e = b.call("exp", "aten.exp.default", {ref(r)}, {8, 128});
+  b.output({e});
+  const DAG d = trace(b.g);
+  const auto c = computes(d);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]->itype->str(), "ElementwiseFused(x1: neg(x0):f32; add_scalar:1(t0):bf16; exp(t1):bf16)");
+}
+
+TEST(FuseElementwise, ConstructorChecksItsSteps) {
+  FusedStep relu;
+  relu.unary = UnaryStep::parse("relu");
+  relu.a = 0;
+  relu.dtype = DType::bf16;
+  auto err = [](auto f) {
+    try {
+      f();
+    } catch (const CompileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(err([&] { ElementwiseFused(3, {relu}); }).find("3 inputs; it takes 1 to 2"), std::string::npos);
+  EXPECT_NE(err([&] { ElementwiseFused(1, {}); }).find("0 steps"), std::string::npos);
+  FusedStep later = relu;
+  later.a = 1;  // step 0 reading itself
+  EXPECT_NE(err([&] { ElementwiseFused(1, {later}); }).find("neither an input nor an earlier step"), std::string::npos);
+  EXPECT_NE(err([&] { ElementwiseFused(1, {relu, relu}); }).find("nothing reads step 0"), std::string::npos);
+  EXPECT_NE(err([&] { ElementwiseFused(2, {relu}); }).find("no step reads input x1"), std::string::npos);
+  EXPECT_EQ(err([&] { ElementwiseFused(1, {relu}); }), "no error");
 }

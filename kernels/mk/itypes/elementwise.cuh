@@ -39,21 +39,34 @@ struct UnaryStepsFn {
   }
 };
 
+// The binary ops in fp32, as the host's binary_apply (src/itypes/elementwise.h).
+template <Binary B>
+__device__ __forceinline__ float binary(float a, float b, float alpha) {
+  if constexpr (B == Binary::add) return a + alpha * b;
+  else if constexpr (B == Binary::sub) return a - alpha * b;
+  else if constexpr (B == Binary::mul) return a * b;
+  else if constexpr (B == Binary::div) return __fdiv_rn(a, b);
+  else if constexpr (B == Binary::maximum) return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+  else return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
+}
+
+// An fp32 value rounded to a 16-bit float and back (ElementwiseFused: each step's value is rounded to its
+// unfused node's dtype); R = 0 keeps fp32.
+enum class Round { f32, bf16, f16 };
+template <Round R>
+__device__ __forceinline__ float round_to(float x) {
+  if constexpr (R == Round::bf16) return __bfloat162float(__float2bfloat16_rn(x));
+  else if constexpr (R == Round::f16) return __half2float(__float2half_rn(x));
+  else return x;
+}
+
 // P: struct { static constexpr Binary op; static constexpr float alpha; static constexpr unsigned
 // bcast_a, bcast_b; } (broadcast masks: bit k = padded dim k, docs/itypes.md).
 template <class P>
 struct BinaryFn {
   static constexpr int inputs = 2;
   static constexpr __device__ unsigned bcast(int k) { return k == 0 ? P::bcast_a : P::bcast_b; }
-  static __device__ __forceinline__ float apply(const float (&v)[2]) {
-    const float a = v[0], b = v[1];
-    if constexpr (P::op == Binary::add) return a + P::alpha * b;
-    else if constexpr (P::op == Binary::sub) return a - P::alpha * b;
-    else if constexpr (P::op == Binary::mul) return a * b;
-    else if constexpr (P::op == Binary::div) return __fdiv_rn(a, b);
-    else if constexpr (P::op == Binary::maximum) return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
-    else return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
-  }
+  static __device__ __forceinline__ float apply(const float (&v)[2]) { return binary<P::op>(v[0], v[1], P::alpha); }
 };
 
 // [Note: page phases] page_finished[p] is a count-1 mbarrier. The instruction of iteration i waits on

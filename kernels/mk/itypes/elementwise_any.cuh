@@ -1,4 +1,4 @@
-// ElementwiseUnary / ElementwiseBinary as codegen names them: per instruction, the TMA tile body of
+// ElementwiseUnary / ElementwiseBinary / ElementwiseFused as codegen names them: per instruction, the TMA tile body of
 // elementwise.cuh when every operand and the output is a bf16 slot with a tile map and nothing
 // broadcasts, else plain loads and stores ([Note: SIMT bodies]): fp16/fp32 operands, mixed dtypes,
 // broadcast operands, rows that are not 16-byte multiples. The choice reads only the slot table and
@@ -49,5 +49,9 @@ template <class... Ss>
 using ElementwiseUnaryK = ElementwiseAny<UnaryStepsFn<Ss...>>;
 template <class P>
 using ElementwiseBinary = ElementwiseAny<BinaryFn<P>>;
+// P: the generated function of an ElementwiseFused icode (src/runtime/codegen.cpp): static constexpr int
+// inputs, bcast(k), and apply(const float (&x)[inputs]) -> float, one line per step.
+template <class P>
+using ElementwiseFused = ElementwiseAny<P>;
 
 }  // namespace mk

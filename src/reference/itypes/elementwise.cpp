@@ -1,11 +1,12 @@
-// CPU reference semantics of ElementwiseUnary / ElementwiseBinary (docs/itypes.md).
-#include "itypes/elementwise.h"
+// CPU reference semantics of ElementwiseUnary / ElementwiseBinary / ElementwiseFused (docs/itypes.md).
+#include "itypes/elementwise_fused.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "reference/exec.h"
+#include "reference/memory.h"
 #include "schedule/instruction.h"
 
 namespace mk {
@@ -63,34 +64,57 @@ void ElementwiseUnary::execute(const Instruction& in, ExecContext& ctx) const {
   ctx.store(in.dst_tensors[0], tile_at(in.indices + 4, rows, cols), v);
 }
 
-void ElementwiseBinary::execute(const Instruction& in, ExecContext& ctx) const {
-  const int64_t rows = in.indices[12], cols = in.indices[13];
-  // A broadcast operand's tile is 1 wide along its broadcast rows/cols (dims 2/3); its origin already
-  // sits on its single backing element along broadcast batch dims (0/1).
-  int64_t r[2], c[2];
-  for (int k = 0; k < 2; ++k) {
-    r[k] = (bcast_[k] >> 2 & 1) ? 1 : rows;
-    c[k] = (bcast_[k] >> 3 & 1) ? 1 : cols;
+namespace {
+
+// y = f(x_0, ..., x_{n-1}) over the tile of an elementwise instruction with n operands (indices of
+// ew_instruction). A broadcast operand's tile is 1 wide along its broadcast rows/cols (dims 2/3); its
+// origin already sits on its single backing element along broadcast batch dims (0/1).
+template <class F>
+void ew_execute(const Instruction& in, ExecContext& ctx, int n, const uint8_t* bcast, F f) {
+  const int64_t rows = in.indices[4 * n + 4], cols = in.indices[4 * n + 5];
+  std::vector<std::vector<float>> x(n);
+  std::vector<int64_t> r(n), c(n);
+  for (int k = 0; k < n; ++k) {
+    r[k] = (bcast[k] >> 2 & 1) ? 1 : rows;
+    c[k] = (bcast[k] >> 3 & 1) ? 1 : cols;
+    x[k] = ctx.load(in.src_tensors[k], tile_at(in.indices + 4 * k, r[k], c[k]));
   }
-  const std::vector<float> a = ctx.load(in.src_tensors[0], tile_at(in.indices, r[0], c[0]));
-  const std::vector<float> b = ctx.load(in.src_tensors[1], tile_at(in.indices + 4, r[1], c[1]));
-  const float alpha = static_cast<float>(alpha_);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> y(static_cast<size_t>(rows * cols));
-  for (size_t k = 0; k < y.size(); ++k) {
-    const int64_t i = static_cast<int64_t>(k) / cols, j = static_cast<int64_t>(k) % cols;
-    const float x = a[(r[0] == 1 ? 0 : i) * c[0] + (c[0] == 1 ? 0 : j)];
-    const float z = b[(r[1] == 1 ? 0 : i) * c[1] + (c[1] == 1 ? 0 : j)];
-    if (op_ == "add") y[k] = x + alpha * z;
-    else if (op_ == "sub") y[k] = x - alpha * z;
-    else if (op_ == "mul") y[k] = x * z;
-    else if (op_ == "div") y[k] = x / z;
-    // torch.maximum/minimum propagate NaN.
-    else if (op_ == "maximum") y[k] = std::isnan(x) || std::isnan(z) ? nan : std::max(x, z);
-    else if (op_ == "minimum") y[k] = std::isnan(x) || std::isnan(z) ? nan : std::min(x, z);
-    else y[k] = nan;
+  float v[4];
+  for (size_t e = 0; e < y.size(); ++e) {
+    const int64_t i = static_cast<int64_t>(e) / cols, j = static_cast<int64_t>(e) % cols;
+    for (int k = 0; k < n; ++k) v[k] = x[k][(r[k] == 1 ? 0 : i) * c[k] + (c[k] == 1 ? 0 : j)];
+    y[e] = f(v);
   }
-  ctx.store(in.dst_tensors[0], tile_at(in.indices + 8, rows, cols), y);
+  ctx.store(in.dst_tensors[0], tile_at(in.indices + 4 * n, rows, cols), y);
+}
+
+float round_to(DType t, float v) {
+  if (t == DType::bf16) return bf16_to_float(float_to_bf16(v));
+  if (t == DType::f16) return f16_to_float(float_to_f16(v));
+  return v;
+}
+
+}  // namespace
+
+void ElementwiseBinary::execute(const Instruction& in, ExecContext& ctx) const {
+  const float alpha = static_cast<float>(alpha_);
+  ew_execute(in, ctx, 2, bcast_.data(), [&](const float* v) { return binary_apply(bop_, v[0], v[1], alpha); });
+}
+
+float ElementwiseFused::apply(const float* x) const {
+  float t[kMaxSteps];
+  auto ref = [&](int r) { return r < inputs_ ? x[r] : t[r - inputs_]; };
+  for (size_t j = 0; j < steps_.size(); ++j) {
+    const FusedStep& s = steps_[j];
+    const float v = s.binary ? binary_apply(s.op, ref(s.a), ref(s.b), static_cast<float>(s.alpha)) : s.unary.apply(ref(s.a));
+    t[j] = round_to(s.dtype, v);
+  }
+  return t[steps_.size() - 1];
+}
+
+void ElementwiseFused::execute(const Instruction& in, ExecContext& ctx) const {
+  ew_execute(in, ctx, inputs_, bcast_.data(), [&](const float* v) { return apply(v); });
 }
 
 }  // namespace mk
