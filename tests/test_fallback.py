@@ -289,7 +289,7 @@ def test_gpu_missing_bodies():
     # Fused with the relu after it, the step keeps its constant and still has no body.
     missing = _C.gpu_missing_bodies(_C.schedule(_C.trace(graph), _C.Profile.by_name("h200", 132)))
     assert [n for n, _ in missing] == ["relu"]
-    assert "ElementwiseFused(x1: clamp_max:inf(x0):bf16; relu(t0):bf16) has no GPU body yet" in missing[0][1]
+    assert "ElementwiseFused(x1: clamp_max:inf(x0):f32; relu(t0):bf16) has no GPU body yet" in missing[0][1]
 
 
 def test_model_that_compiles_whole_is_one_megakernel():

@@ -1,14 +1,15 @@
 """Elementwise fusion (src/trace/fuse_elementwise.h, issue 3's chain target) through megakittens.compile on
-the CPU reference interpreter: connected elementwise nodes become one ElementwiseFused instruction type
-whose steps round each value to its unfused node's dtype, so the fused graph computes the unfused one's
-values bit for bit (fuse=False is the oracle), and eager's within bf16 tolerance (relative error <= 1e-2)."""
+the CPU reference interpreter: connected elementwise nodes become one ElementwiseFused instruction type whose
+intermediate values stay fp32 (float16 ones are rounded: [Note: fused rounding]), so the fused graph matches
+the fp32 computation rounded once (relative error <= 1e-3, where bf16 rounding of every op costs ~1e-3 per op)
+and eager within bf16 tolerance (relative error <= 1e-2)."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 import megakittens
 import megakittens.backend as mk_backend
-from common import BF16, check_close, randn
+from common import BF16, check_close, randn, rel_err
 
 
 def chain20(x, y):  # benchmarks/run.py's chain (sqrt of |x|: the reference is NaN-free)
@@ -78,12 +79,25 @@ def test_fused_equals_unfused_and_matches_eager(case):
     assert not any(c.startswith("ElementwiseFused") for c in plain)
     fused = fused if isinstance(fused, tuple) else (fused,)
     unfused = unfused if isinstance(unfused, tuple) else (unfused,)
-    for f, u in zip(fused, unfused):
+    oracle = fn(*[a.float() for a in args])  # fp32 throughout (casts in fn still apply)
+    oracle = oracle if isinstance(oracle, tuple) else (oracle,)
+    for f, u, o in zip(fused, unfused, oracle):
         assert f.dtype == u.dtype and f.shape == u.shape
-        assert torch.equal(f, u), f"{case}: fused and unfused differ by {(f.float() - u.float()).abs().max():.3g}"
+        if groups == 1:  # one fused node: nothing between input and output is rounded but the result
+            err = rel_err(f, o.to(f.dtype))
+            assert err <= 1e-3, f"{case}: fused vs fp32 rounded once: {err:.3g}"
     check_close(list(fused), fn(*args))
+    check_close(list(fused), list(unfused))
     for a, b in zip(args, before):
         assert torch.equal(a, b), "an input was written"
+
+
+def test_fused_chain_is_closer_to_fp32_than_eager():
+    """Skipping the 19 intermediate bf16 roundings: the fused chain's error against fp32 is below eager's."""
+    x, y = randn(256, 384, scale=0.5), randn(256, 384, scale=0.5)
+    fused = megakittens.compile(chain20)(x, y)
+    oracle = chain20(x.float(), y.float())
+    assert rel_err(fused, oracle) < 0.75 * rel_err(chain20(x, y), oracle)
 
 
 def test_chain_is_one_instruction_per_tile():

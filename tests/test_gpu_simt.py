@@ -184,3 +184,24 @@ def test_embedding_index_out_of_range_raises_and_context_survives():
     outs = run_gpu(program, args, {"sync": True, "watchdog_s": 5.0})
     for out, ref in zip(outs, fn(*args)):
         check_close(out, ref, "embedding after the error")
+
+
+@pytest.mark.gpu
+def test_sqrt_is_sqrtf_bit_for_bit():
+    """mk::sqrt_rn (kernels/mk/unary.cuh, branch-free) equals torch.sqrt (sqrtf) on fp32 in every bit: normal
+    values over the whole range, denormals, values below 2^-101 (scaled), +-0, inf, negatives and NaN."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    g = torch.Generator().manual_seed(3)
+    bits = torch.randint(0, 0x7f800000, (256, 1024), generator=g, dtype=torch.int64).to(torch.int32)
+    x = bits.view(torch.float32).clone()  # every positive finite exponent, denormals included
+    special = torch.tensor([0.0, -0.0, float("inf"), -1.0, -float("inf"), float("nan"), 2.0 ** -101, 2.0 ** -102,
+                            2.0 ** -149, 2.0 ** -126, 3.4e38, 1.0, 2.0, 0.5])
+    x[0, :special.numel()] = special
+    program = program_of(lambda t: torch.sqrt(t), [x], num_sms=gpu.num_ctas(1), name="sqrt_bits")
+    (out,) = run_gpu(program, [x.cuda()], {"sync": True, "watchdog_s": 5.0})
+    ref = torch.sqrt(x.cuda())
+    assert torch.equal(torch.isnan(out), torch.isnan(ref))
+    same = (out.view(torch.int32) == ref.view(torch.int32)) | torch.isnan(ref)
+    assert bool(same.all()), f"{int((~same).sum())} values differ, e.g. sqrt({x.cuda()[~same][:4].tolist()})"

@@ -1,8 +1,9 @@
 // ElementwiseFused: a connected group of elementwise nodes computed as one instruction (the DAG pass
 // src/trace/fuse_elementwise.h builds it). Tiling, indices and device body are ElementwiseBinary's (one or
 // two operands, each with a broadcast mask); the per-element function is a list of steps whose values
-// stay in fp32 registers, each rounded to the dtype its unfused node had, so the result is the unfused
-// graph's, element for element. docs/itypes.md.
+// stay in fp32 registers, each rounded to its step's dtype: float16 where the unfused node was float16
+// (its range), fp32 otherwise, the last one to the output dtype by the store ([Note: fused rounding] in
+// src/trace/fuse_elementwise.cpp). docs/itypes.md.
 #pragma once
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@ struct FusedStep {
   BinaryOp op = BinaryOp::add;  // binary: a op b (add/sub: a +- alpha * b)
   double alpha = 1.0;
   int a = 0, b = -1;
-  DType dtype = DType::f32;  // the value is rounded to it (the unfused node's output dtype)
+  DType dtype = DType::f32;  // the value is rounded to it (f32: not rounded)
 };
 
 class ElementwiseFused final : public IType {

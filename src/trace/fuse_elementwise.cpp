@@ -86,7 +86,11 @@ class Group {
     };
     for (int m : members_) {
       const Node& node = dag_.nodes[m];
-      const DType dt = node.outputs[0].dtype;
+      // [Note: fused rounding] An intermediate value stays fp32 unless its node was float16, whose range
+      // (65504) could turn a finite fp32 value into inf: bf16 has fp32's range, so skipping its rounding
+      // changes only low bits, as Inductor's fusion does. The root's value is rounded by the store.
+      const DType node_dt = node.outputs[0].dtype;
+      const DType dt = m == root_ || node_dt == DType::f16 ? node_dt : DType::f32;
       if (const auto* u = dynamic_cast<const ElementwiseUnary*>(node.itype.get())) {
         int a = ref(node.inputs[0]);
         for (size_t i = 0; i < u->steps().size(); ++i) {

@@ -307,7 +307,7 @@ TEST(FuseElementwise, ChainOfTwentyOpsIsOneInstructionType) {  // benchmarks/run
   EXPECT_EQ(f->steps().size(), 20u);
   EXPECT_EQ(d.nodes[c[0]->inputs[0].node].name, "x");
   EXPECT_EQ(d.nodes[c[0]->inputs[1].node].name, "y");
-  EXPECT_EQ(f->params().substr(0, 60), "x2: relu(x0):bf16; add(t0,x1):bf16; abs(t1):bf16; add(t2,x1)");
+  EXPECT_EQ(f->params().substr(0, 61), "x2: relu(x0):f32; add(t0,x1):f32; abs(t1):f32; add(t2,x1):f32");
   EXPECT_EQ(trace(b.g, /*fuse=*/false).nodes.size(), 23u);  // fuse=False keeps every op
 }
 
@@ -326,10 +326,10 @@ TEST(FuseElementwise, SharedOrViewedIntermediatesStay) {
   std::vector<std::string> got;
   for (const Node* c : computes(d)) got.push_back(c->name + " " + c->itype->str());
   EXPECT_EQ(got, (std::vector<std::string>{
-                     "mul ElementwiseFused(x1: relu(x0):bf16; sigmoid(t0):bf16; mul(t0,t1):bf16)",
+                     "mul ElementwiseFused(x1: relu(x0):f32; sigmoid(t0):f32; mul(t0,t1):bf16)",
                      "add ElementwiseBinary(op=add,alpha=1)",
                      "exp_in0_copy Copy(src=32)",  // the transposed view, materialised
-                     "neg ElementwiseFused(x1: exp(x0):bf16; neg(t0):bf16)"}));
+                     "neg ElementwiseFused(x1: exp(x0):f32; neg(t0):bf16)"}));
 }
 
 TEST(FuseElementwise, AtMostTwoOuterInputsAndBroadcastMasks) {
@@ -345,19 +345,25 @@ TEST(FuseElementwise, AtMostTwoOuterInputsAndBroadcastMasks) {
   for (const Node* n : computes(d)) got.push_back(n->name + " " + n->itype->str());
   EXPECT_EQ(got, (std::vector<std::string>{
                      "mul ElementwiseBinary(op=mul,alpha=1,bcast_b=0010)",
-                     "mul_1 ElementwiseFused(x2: sub(x0,x1):bf16; relu(t0):bf16; mul_scalar:0.5(t1):f32; bcast_x1=0001)"}));
+                     "mul_1 ElementwiseFused(x2: sub(x0,x1):f32; relu(t0):f32; mul_scalar:0.5(t1):f32; bcast_x1=0001)"}));
 }
 
-TEST(FuseElementwise, UnaryOpListsRoundOnce) {  // rsub(x, 1) is neg then add_scalar:1, rounded once
-  GraphBuilder b;
-  const int x = b.placeholder("x", {8, 128});
-  const int r = b.call("rsub", "aten.rsub.Scalar", {ref(x), num(1)}, {8, 128});
-  const int e = b.call("exp", "aten.exp.default", {ref(r)}, {8, 128});
-  b.output({e});
-  const DAG d = trace(b.g);
-  const auto c = computes(d);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0]->itype->str(), "ElementwiseFused(x1: neg(x0):f32; add_scalar:1(t0):bf16; exp(t1):bf16)");
+// [Note: fused rounding]: bf16 intermediates stay fp32 (an op list too), float16 ones are rounded (range).
+TEST(FuseElementwise, IntermediatesStayFp32ExceptFloat16) {
+  for (const char* dt : {"bfloat16", "float16"}) {
+    GraphBuilder b;
+    const int x = b.placeholder("x", {8, 128}, dt);
+    const int r = b.call("rsub", "aten.rsub.Scalar", {ref(x), num(1)}, {8, 128}, dt);  // neg, add_scalar:1
+    const int e = b.call("exp", "aten.exp.default", {ref(r)}, {8, 128}, dt);
+    const int n = b.call("neg", "aten.neg.default", {ref(e)}, {8, 128}, dt);
+    b.output({n});
+    const DAG d = trace(b.g);
+    const auto c = computes(d);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]->itype->str(), std::string(dt) == "bfloat16"
+                                      ? "ElementwiseFused(x1: neg(x0):f32; add_scalar:1(t0):f32; exp(t1):f32; neg(t2):bf16)"
+                                      : "ElementwiseFused(x1: neg(x0):f32; add_scalar:1(t0):f16; exp(t1):f16; neg(t2):f16)");
+  }
 }
 
 TEST(FuseElementwise, ConstructorChecksItsSteps) {
