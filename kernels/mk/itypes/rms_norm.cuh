@@ -1,8 +1,8 @@
 // RMSNorm(eps) over the last dim (seed §12, docs/itypes.md). One instruction = `rows` rows of C
 // elements in up to kXPages pages (lids 0..2), each row padded to 128 B, loaded and stored row by row
 // with 1-D bulk copies (generic copies when a row is not 16-byte aligned); the weight row lands in
-// lid 3 the same way (L2-resident, so the extra copy costs no HBM traffic). Row r is normalised in fp32
-// in place by warp r % 8. The host sizes `rows` (src/itypes/rms_norm.cpp, profile.rms_norm_pages).
+// lid 3 the same way (L2-resident, so the extra copy costs no HBM traffic). Rows are normalised in fp32
+// in place by the 8 consumer warps (compute()). The host sizes `rows` (src/itypes/rms_norm.cpp, profile.rms_norm_pages).
 // Pages are pipelined one by one, as Elementwise's tiles: page p has its own loaded and computed
 // semaphores, is computed as soon as it lands, stored as soon as it is computed, and freed once its
 // store has read it. [Note: page release order] the three unused lids first, then the weight (lid 3;
@@ -64,12 +64,8 @@ struct RMSNorm {
 #endif
     if (!wait_inputs(c)) return;
     const i32* idx = c.idx();
-    const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], rows = idx[12], C = idx[13];
-    const Rows rw(c, C);
-    const int np = num_pages(rows, rw.per_page);
-    const SlotDesc& x = c.slot(c.src_slot(0));
-    const __nv_bfloat16* xp = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, b, d, r0, col0);
-    const bool xbulk = bulk_ok(x, col0, C);
+    const int rows = idx[12], C = idx[13], rb = row_bytes(C), per_page = kPageBytes / rb;
+    const int np = num_pages(rows, per_page);
     int issued = 0;  // pages whose loaded phase has its copies in flight
     for (int p = 0; p < kXPages; ++p) {
       bool ok = c.lane != 0 || page_wait_lane(c, p);
@@ -78,7 +74,14 @@ struct RMSNorm {
         if (c.lane == 0) page_finish(c, p);
         continue;
       }
-      const int lo = p * rw.per_page, hi = min(rows, lo + rw.per_page);
+      // Few values live across the page waits (a Llama kernel's loader spilled): the row pointers are
+      // derived here, per page.
+      const int lo = p * per_page, hi = min(rows, lo + per_page);
+      const SlotDesc& x = c.slot(c.src_slot(0));
+      const __nv_bfloat16* xp =
+          reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, idx[0], idx[1], idx[2] + lo, idx[3]);
+      const bool xbulk = bulk_ok(x, idx[3], C);
+      unsigned char* dst = c.page(p);
       // Announce the bulk bytes (no arrive), copy, then a single arrive after the generic copies (if
       // any) so the phase cannot complete before they are done.
       if (c.lane == 0 && xbulk)
@@ -86,13 +89,13 @@ struct RMSNorm {
                                       c.sem(kLoaded + p), static_cast<u32>((hi - lo) * 2 * C));
       __syncwarp();
       if (xbulk) {
-        for (int r = lo + c.lane; r < hi; r += 32)
-          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, rw.at(r),
+        for (int r = c.lane; r < hi - lo; r += 32)
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst + r * rb,
                                    xp + static_cast<long long>(r) * x.dims[3], static_cast<u32>(2 * C),
                                    c.sem(kLoaded + p));
       } else {
-        for (int r = lo; r < hi; ++r) {
-          __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+        for (int r = 0; r < hi - lo; ++r) {
+          __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(dst + r * rb);
           for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
         }
       }
@@ -138,8 +141,12 @@ struct RMSNorm {
 #endif
   }
 
-  // Page by page: every consumer warp arrives on computed[p] once its rows of page p are done (none
-  // when it has no row there).
+  // Page by page: every consumer warp arrives on computed[p] once its part of page p is done (none when
+  // it has none). A page of at least 8 rows gives each warp whole rows (row r: warp r % 8); a page of
+  // n < 8 rows (C > 2048) splits each row over 8 / n warps, which add their partial sums of squares
+  // through the stage's scratch and one named barrier per page (every consumer warp reaches it, also
+  // after an abort, so none is left waiting there).
+  static constexpr int kRowBarrier = 2;  // named barrier id (0: __syncthreads, 1: kSimtBarrier)
   static __device__ void compute(Ctx& c) {
     const i32* idx = c.idx();
     const int rows = idx[12], C = idx[13];
@@ -147,67 +154,91 @@ struct RMSNorm {
     const int np = num_pages(rows, rw.per_page);
     const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
     const bool vec = (C % 8) == 0;
+    const int units = vec ? C / 8 : C;  // what a lane steps over: 8-element vectors, or elements
+    float* part = c.sh->scratch[c.iter & 1];
+    bool ok = true;
     for (int p = 0; p < np; ++p) {
-      if (!wait(c, c.sem(kLoaded + p), 0)) return;
+      ok = ok && wait(c, c.sem(kLoaded + p), 0);
       if constexpr (P::has_weight)
-        if (p == 0 && !wait(c, c.sem(kWeightLoaded), 0)) return;
-      const int lo = p * rw.per_page, hi = min(rows, lo + rw.per_page);
-      for (int r = lo + (c.warp - lo % kConsumerWarps + kConsumerWarps) % kConsumerWarps; r < hi; r += kConsumerWarps)
-        row_norm(c, rw.at(r), w, C, vec);
-      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this page
-      __syncwarp();
-      if (c.lane == 0) arrive(c.sem(kComputed + p));
+        if (p == 0) ok = ok && wait(c, c.sem(kWeightLoaded), 0);
+      const int lo = p * rw.per_page, n = min(rows, lo + rw.per_page) - lo;
+      if (n >= kConsumerWarps) {
+        for (int r = lo + (c.warp - lo % kConsumerWarps + kConsumerWarps) % kConsumerWarps; ok && r < lo + n;
+             r += kConsumerWarps) {
+          __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+          scale(row, w, 0, units, vec, c.lane, rsqrtf(sum_sq(row, 0, units, vec, c.lane) / C + P::eps));
+        }
+      } else {
+        const int wpr = kConsumerWarps / n, first = c.warp - c.warp % wpr;  // warps per row, the row's first
+        const bool mine = c.warp < wpr * n;
+        const int k = c.warp % wpr, a = k * units / wpr, b = (k + 1) * units / wpr;
+        __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(lo + min(c.warp / wpr, n - 1)));
+        const float ss = ok && mine ? sum_sq(row, a, b, vec, c.lane) : 0.f;
+        if (c.lane == 0) part[p * kConsumerWarps + c.warp] = ss;
+        ptx::named_sync<kRowBarrier>(kConsumerWarps * 32);
+        if (ok && mine) {
+          float total = 0.f;  // the same order in every warp of the row
+          for (int q = 0; q < wpr; ++q) total += part[p * kConsumerWarps + first + q];
+          scale(row, w, a, b, vec, c.lane, rsqrtf(total / C + P::eps));
+        }
+      }
+      if (ok) {
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this page
+        __syncwarp();
+        if (c.lane == 0) arrive(c.sem(kComputed + p));
+      }
     }
   }
 
-  // One row in place, by one warp: fp32 sum of squares, then x * rsqrt(mean + eps) (* weight).
-  static __device__ __forceinline__ void row_norm(const Ctx& c, unsigned char* row_bytes_at,
-                                                  const __nv_bfloat16* w, int C, bool vec) {
-    {
-      __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(row_bytes_at);
-      float ss = 0.f;
-      if (vec) {
+  // Sum of squares over units [a, b) of a row (8-element vectors when vec, else elements), warp-reduced.
+  static __device__ __forceinline__ float sum_sq(const __nv_bfloat16* row, int a, int b, bool vec, int lane) {
+    float ss = 0.f;
+    if (vec) {
 #pragma unroll 4
-        for (int j = c.lane; j < C / 8; j += 32) {
-          const uint4 v = reinterpret_cast<const uint4*>(row)[j];
-          const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+      for (int j = a + lane; j < b; j += 32) {
+        const uint4 v = reinterpret_cast<const uint4*>(row)[j];
+        const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const float2 f = __bfloat1622float2(h[k]);
-            ss += f.x * f.x + f.y * f.y;
-          }
-        }
-      } else {
-        for (int e = c.lane; e < C; e += 32) {
-          const float f = __bfloat162float(row[e]);
-          ss += f * f;
+        for (int k = 0; k < 4; ++k) {
+          const float2 f = __bfloat1622float2(h[k]);
+          ss += f.x * f.x + f.y * f.y;
         }
       }
+    } else {
+      for (int e = a + lane; e < b; e += 32) {
+        const float f = __bfloat162float(row[e]);
+        ss += f * f;
+      }
+    }
 #pragma unroll
-      for (int m = 16; m > 0; m >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, m);
-      const float inv = rsqrtf(ss / static_cast<float>(C) + P::eps);
-      if (vec) {
+    for (int m = 16; m > 0; m >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, m);
+    return ss;
+  }
+
+  // Units [a, b) of a row in place: x * inv (* weight).
+  static __device__ __forceinline__ void scale(__nv_bfloat16* row, const __nv_bfloat16* w, int a, int b, bool vec,
+                                               int lane, float inv) {
+    if (vec) {
 #pragma unroll 4
-        for (int j = c.lane; j < C / 8; j += 32) {
-          uint4 v = reinterpret_cast<const uint4*>(row)[j];
-          __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
-          uint4 wv;
-          if constexpr (P::has_weight) wv = reinterpret_cast<const uint4*>(w)[j];
-          const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&wv);
+      for (int j = a + lane; j < b; j += 32) {
+        uint4 v = reinterpret_cast<const uint4*>(row)[j];
+        __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
+        uint4 wv;
+        if constexpr (P::has_weight) wv = reinterpret_cast<const uint4*>(w)[j];
+        const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&wv);
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            float2 f = __bfloat1622float2(h[k]);
-            float2 g = make_float2(1.f, 1.f);
-            if constexpr (P::has_weight) g = __bfloat1622float2(wh[k]);
-            h[k] = __floats2bfloat162_rn(f.x * inv * g.x, f.y * inv * g.y);
-          }
-          reinterpret_cast<uint4*>(row)[j] = v;
+        for (int k = 0; k < 4; ++k) {
+          float2 f = __bfloat1622float2(h[k]);
+          float2 g = make_float2(1.f, 1.f);
+          if constexpr (P::has_weight) g = __bfloat1622float2(wh[k]);
+          h[k] = __floats2bfloat162_rn(f.x * inv * g.x, f.y * inv * g.y);
         }
-      } else {
-        for (int e = c.lane; e < C; e += 32) {
-          const float g = P::has_weight ? __bfloat162float(w[e]) : 1.f;
-          row[e] = __float2bfloat16_rn(__bfloat162float(row[e]) * inv * g);
-        }
+        reinterpret_cast<uint4*>(row)[j] = v;
+      }
+    } else {
+      for (int e = a + lane; e < b; e += 32) {
+        const float g = P::has_weight ? __bfloat162float(w[e]) : 1.f;
+        row[e] = __float2bfloat16_rn(__bfloat162float(row[e]) * inv * g);
       }
     }
   }
