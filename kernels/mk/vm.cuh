@@ -161,7 +161,6 @@ struct Shared {
   u32 claim[2];
   i32 claim_pid[2][8];     // [Note: cluster page renaming]
   u32 map_fenced[2][kMapFenceWords];  // MK_MAPS_IN_GLOBAL: maps the loader (0) / storer (1) lane fenced
-  float scratch[2][32];    // per stage: the consumer warps' cross-warp partial results (RMSNorm's row sums)
 };
 // 227 KB of shared memory per block on sm_90 (CUDA C++ Programming Guide, compute capability 9.0 table).
 static_assert(sizeof(Shared) + kDynamicSmem <= 232448, "static + dynamic shared memory exceeds 227 KB");
