@@ -10,7 +10,7 @@ from test_gpu_kernels import CASES, inputs_for, program_for, run_gpu  # noqa: E4
 
 from megakittens import gpu  # noqa: E402
 
-for case in ["relu_ragged", "binary_all_ragged", "rms_odd_cols", "rms_4096_ragged"]:
+for case in ["relu_ragged", "binary_all_ragged", "fused_bcast", "rms_odd_cols", "rms_4096_ragged"]:  # binary_all fuses (TMA path)
     fn, shapes = CASES[case]
     p = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name=case)
     run_gpu(p, inputs_for(shapes, "cuda"), {"sync": True, "watchdog_s": 60.0})
