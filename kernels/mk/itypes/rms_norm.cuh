@@ -12,15 +12,6 @@
 
 namespace mk {
 
-// Experiment (MEGAKITTENS_DEFINES=MK_RMS_GLOBAL_WEIGHT, benchmarks/notes.md Session 9): the consumers read
-// the weight row from global memory (L2-resident) instead of a page, so no instruction waits for the
-// previous one's compute to free the weight page, and a fourth page is spare.
-#ifdef MK_RMS_GLOBAL_WEIGHT
-inline constexpr bool kRmsWeightInPage = false;
-#else
-inline constexpr bool kRmsWeightInPage = true;
-#endif
-
 // P: struct { static constexpr float eps; static constexpr bool has_weight; }
 template <class P>
 struct RMSNorm {
@@ -30,8 +21,7 @@ struct RMSNorm {
   static constexpr int kRowsLoaded = 0, kComputed = 1, kWeightLoaded = 2;
   static constexpr int num_semaphores = 3;
   static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps : 1; }
-  static constexpr bool kWeightPage = kRmsWeightInPage;
-  static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + (kWeightPage ? 1 : 0);
+  static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
   static __device__ int lid_release_order(int q, const i32*) {
     return q < kNumPages - kUsedPages ? q + kUsedPages : kNumPages - 1 - q;
   }
@@ -94,56 +84,50 @@ struct RMSNorm {
     }
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kRowsLoaded));
-    if constexpr (kWeightPage) {
-      ok = c.lane != 0 || page_wait_lane(c, kWeightLid);
-      if (!warp_ok(c, ok)) {
-        if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
-        return;
+    ok = c.lane != 0 || page_wait_lane(c, kWeightLid);
+    if (!warp_ok(c, ok)) {
+      if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
+      return;
+    }
+    if constexpr (P::has_weight) {
+      const SlotDesc& ws = c.slot(c.src_slot(1));
+      const __nv_bfloat16* wp =
+          reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
+      const bool wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
+      __nv_bfloat16* wd = reinterpret_cast<__nv_bfloat16*>(c.page(kWeightLid));
+      if (c.lane == 0 && wbulk)
+        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                   cuda::ptx::space_shared, c.sem(kWeightLoaded),
+                                                   static_cast<u32>(2 * C));
+      if (wbulk) {
+        if (c.lane == 0)
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, wd, wp,
+                                   static_cast<u32>(2 * C), c.sem(kWeightLoaded));
+      } else {
+        for (int e = c.lane; e < C; e += 32) wd[e] = wp[e];
+        __syncwarp();
+        if (c.lane == 0) arrive(c.sem(kWeightLoaded));
       }
-      if constexpr (P::has_weight) {
-        const SlotDesc& ws = c.slot(c.src_slot(1));
-        const __nv_bfloat16* wp =
-            reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
-        const bool wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
-        __nv_bfloat16* wd = reinterpret_cast<__nv_bfloat16*>(c.page(kWeightLid));
-        if (c.lane == 0 && wbulk)
-          (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                     cuda::ptx::space_shared, c.sem(kWeightLoaded),
-                                                     static_cast<u32>(2 * C));
-        if (wbulk) {
-          if (c.lane == 0)
-            cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, wd, wp,
-                                     static_cast<u32>(2 * C), c.sem(kWeightLoaded));
-        } else {
-          for (int e = c.lane; e < C; e += 32) wd[e] = wp[e];
-          __syncwarp();
-          if (c.lane == 0) arrive(c.sem(kWeightLoaded));
-        }
-      } else if (c.lane == 0) {
-        page_finish(c, kWeightLid);
-      }
+    } else if (c.lane == 0) {
+      page_finish(c, kWeightLid);
     }
 #ifndef MK_SAFE_ORDER
     if (!release_unused(c, kUsedPages) && c.lane == 0) {
       drain_loads(c.sem(kRowsLoaded));
-      if constexpr (P::has_weight && kWeightPage) drain_loads(c.sem(kWeightLoaded));
+      if constexpr (P::has_weight) drain_loads(c.sem(kWeightLoaded));
     }
 #endif
   }
 
   static __device__ void compute(Ctx& c) {
     if (!wait(c, c.sem(kRowsLoaded), 0)) return;
-    if constexpr (P::has_weight && kWeightPage)
+    if constexpr (P::has_weight)
       if (!wait(c, c.sem(kWeightLoaded), 0)) return;
     const i32* idx = c.idx();
     const int rows = idx[12], C = idx[13];
     const Rows rw(c, C);
     const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
-    if constexpr (P::has_weight && !kWeightPage) {
-      const SlotDesc& ws = c.slot(c.src_slot(1));
-      w = reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
-    }
-    const bool vec = (C % 8) == 0 && (kWeightPage || (reinterpret_cast<unsigned long long>(w) % 16) == 0);
+    const bool vec = (C % 8) == 0;
     for (int r = c.warp; r < rows; r += kConsumerWarps) {
       __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
       float ss = 0.f;
@@ -202,7 +186,7 @@ struct RMSNorm {
     if (!wait_reuse(c)) return drain_stores();
     if (!wait(c, c.sem(kComputed), 0)) return drain_stores();
 #ifndef MK_SAFE_PAGES
-    if (P::has_weight && kWeightPage && c.lane == 0) page_finish(c, kWeightLid);
+    if (P::has_weight && c.lane == 0) page_finish(c, kWeightLid);
 #endif
     // The instruction words, once: row loops below use registers only.
     const i32* idx = c.idx();
@@ -228,7 +212,7 @@ struct RMSNorm {
     if (c.lane == 0) {
       for (int lid = 0; lid < kXPages; ++lid) page_finish(c, lid);
 #ifdef MK_SAFE_PAGES
-      if (P::has_weight && kWeightPage) page_finish(c, kWeightLid);
+      if (P::has_weight) page_finish(c, kWeightLid);
 #endif
     }
     store_done(c);
