@@ -43,15 +43,12 @@ def _static(dims: Any, node: torch.fx.Node) -> tuple:
     return tuple(out)
 
 
-def _tensor_record(v: Any, node: torch.fx.Node, allow_empty: bool = False) -> Optional[tuple]:
-    """(shape, stride, dtype, device) of a (fake) tensor; None for a non-tensor output. allow_empty: a
-    zero-size tensor is fine (an op's auxiliary output, e.g. the unused logsumexp of SDPA)."""
+def _tensor_record(v: Any, node: torch.fx.Node) -> Optional[tuple]:
+    """(shape, stride, dtype, device) of a (fake) tensor; None for a non-tensor output. Zero-size tensors are
+    recorded: the tracer rejects the ops that would compute or read one (src/trace/tracer.cpp to_meta), so
+    that fallback="eager" runs just those eagerly and an unused one (SDPA's logsumexp) costs nothing."""
     if isinstance(v, torch.Tensor):
         shape = _static(v.shape, node)
-        if 0 in shape and not allow_empty:  # no instruction covers an empty tile: one clear message
-            from megakittens import _C
-            raise _C.CompileError(f"node '{node.name}' ({target_name(node)}): zero-size tensors are not supported, "
-                                  f"got shape {list(shape)}")
         return (shape, _static(v.stride(), node), str(v.dtype).removeprefix("torch."), str(v.device))
     return None
 
@@ -76,7 +73,7 @@ def encode_outputs(node: torch.fx.Node, gm: Optional[torch.nn.Module] = None) ->
         return [], False
     val = _meta_value(node, gm)
     if isinstance(val, (tuple, list)):
-        return [_tensor_record(v, node, allow_empty=True) for v in val], True
+        return [_tensor_record(v, node) for v in val], True
     return [_tensor_record(val, node)], False
 
 

@@ -313,3 +313,27 @@ def test_model_that_compiles_whole_is_one_megakernel():
     check_close([h, logits], [h_ref, logits_ref])
     assert split().num_megakernels == 1 and split().eager == [] and split().failed == []
     assert "clone" in split().megakernels[0][1]
+
+
+def zero_size_mixed(x, w, e):  # a zero-size branch next to ops that compile
+    return torch.relu(x @ w) + 1, torch.neg(e) * 2
+
+
+def test_zero_size_ops_run_eagerly():
+    """A zero-size tensor has no slot: under fallback="eager" only the ops touching it run as torch ops
+    (the tracer names them), the rest is one megakernel."""
+    x, w, e = randn(64, 128), randn(128, 128, scale=128 ** -0.5), randn(0, 8)
+    out = compile_eager_fallback(zero_size_mixed)(x, w, e)
+    ref = zero_size_mixed(x, w, e)
+    check_close(out[0], ref[0])
+    assert out[1].shape == (0, 8) and out[1].dtype == e.dtype
+    assert split().num_megakernels == 1 and split().failed == []
+    assert eager_targets() == ["aten.mul.Tensor", "aten.neg.default"], split().eager
+    assert all("zero-size tensors are not supported" in why for _, _, why in split().eager)
+
+
+def test_dry_run_reports_zero_size_ops(capsys):
+    x, w, e = randn(64, 128), randn(128, 128, scale=128 ** -0.5), randn(0, 8)
+    torch.testing.assert_close(megakittens.compile(zero_size_mixed, dry_run=True)(x, w, e), zero_size_mixed(x, w, e))
+    out = capsys.readouterr().out
+    assert "node(s) cannot be compiled" in out and "zero-size tensors are not supported, got shape [0, 8]" in out

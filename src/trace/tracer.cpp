@@ -57,6 +57,10 @@ TensorMeta to_meta(const FxTensor& t, const std::string& who) {
   if (t.shape.size() > kMaxRank)
     fail(who, ": rank-", t.shape.size(), " tensors are not supported (at most ", kMaxRank, " dims), shape ",
          dims(t.shape));
+  // No instruction covers an empty tile (and a zero-size tensor has no slot). Here, not in the FX export,
+  // so that fallback="eager" and dry_run judge such ops one by one.
+  for (int64_t d : t.shape)
+    if (d == 0) fail(who, ": zero-size tensors are not supported, got shape ", dims(t.shape));
   TensorMeta m;
   try {
     m.dtype = dtype_from_name(t.dtype);

@@ -331,6 +331,18 @@ TEST(Trace, Rank5InputRejected) {
   expect_error(b.g, {"input 'x5'", "rank-5"});
 }
 
+TEST(Trace, ZeroSizeTensorsRejectedByNode) {  // fallback="eager" judges them op by op
+  GraphBuilder b;
+  const int x = b.placeholder("x", {0, 8});
+  b.output({b.call("relu", "aten.relu.default", {ref(x)}, {0, 8})});
+  expect_error(b.g, {"input 'x'", "zero-size tensors are not supported, got shape [0, 8]"});
+  GraphBuilder c;
+  const int y = c.placeholder("y", {4, 8});
+  const int e = c.call("slice", "aten.slice.Tensor", {ref(y), num(1), num(3), num(3)}, {4, 0});
+  c.output({c.call("neg", "aten.neg.default", {ref(e)}, {4, 0})});
+  expect_error(c.g, {"node 'neg' (aten.neg.default)", "zero-size tensors are not supported, got shape [4, 0]"});
+}
+
 TEST(Trace, NonTensorPlaceholderRejected) {
   GraphBuilder b;
   const int x = b.placeholder("x", {64, 128});
