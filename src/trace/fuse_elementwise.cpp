@@ -13,7 +13,7 @@ namespace {
 
 bool same_edge(const Edge& a, const Edge& b) { return a.node == b.node && a.output == b.output && a.range == b.range; }
 
-// An elementwise node the pass may fuse: its steps, or false.
+// Whether the pass may fuse n: an ElementwiseUnary, or an ElementwiseBinary not in place.
 bool elementwise(const Node& n) {
   if (!n.is_compute() || n.outputs.size() != 1) return false;
   if (dynamic_cast<const ElementwiseUnary*>(n.itype.get())) return true;
@@ -70,7 +70,7 @@ class Group {
 
   const std::set<int>& members() const { return members_; }
 
-  // The fused IType over outer(): one step per unary op (rounded only after a node's last) or binary node.
+  // The fused IType over outer(): one step per unary op or binary node, in member (topological) order.
   std::shared_ptr<ElementwiseFused> itype(const std::vector<Edge>& in) const {
     const int n_in = static_cast<int>(in.size());
     const Coord4 out = dag_.nodes[root_].outputs[0].padded();
