@@ -180,3 +180,13 @@ def test_custom_op_rejects_bad_forms():
     for bad in ("add_scalar", "relu:2", "mul_scalar:abc", "tan"):
         with pytest.raises(ValueError):
             mk.elementwise_unary(x, bad)
+
+
+def test_clamp_with_a_nan_bound_is_nan():
+    """torch.clamp with a NaN bound returns NaN everywhere (CPU reference; a non-finite constant has no
+    device body)."""
+    x = randn(64, 128)
+    out = megakittens.compile(lambda t: torch.clamp(t, min=float("nan")))(x)
+    assert torch.isnan(out).all()
+    out = megakittens.compile(lambda t: torch.clamp(t, max=float("nan")) + 1)(x)
+    assert torch.isnan(out).all()

@@ -118,3 +118,10 @@ def test_nan_propagates_through_fused_steps():
     out = megakittens.compile(lambda a, b: torch.maximum(torch.relu(a), b) * 2)(x, y)
     ref = torch.maximum(torch.relu(x), y) * 2
     assert torch.isnan(out[3, 5]) and torch.equal(torch.isnan(out), torch.isnan(ref))
+
+
+def test_non_float_operand_is_named_by_its_own_op():
+    """A bool or int operand keeps its op out of the group, so the error names that op and its input."""
+    x, m = randn(64, 128), torch.rand(64, 128) > 0.5
+    with pytest.raises(Exception, match=r"node 'mul' \(aten.mul.Tensor\): input b must be a floating-point tensor"):
+        megakittens.compile(lambda a, b: (a.relu() * b).exp())(x, m)

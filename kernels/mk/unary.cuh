@@ -58,8 +58,8 @@ __device__ __forceinline__ float unary(float x, float k = 0.f) {
   else if constexpr (U == Unary::mul_scalar) return x * k;
   else if constexpr (U == Unary::div_scalar) return __fdiv_rn(x, k);  // exact, as eager x / k
   else if constexpr (U == Unary::pow_scalar) return powf(x, k);
-  else if constexpr (U == Unary::clamp_min) return x < k ? k : x;  // NaN stays NaN, as torch.clamp_min
-  else if constexpr (U == Unary::clamp_max) return x > k ? k : x;
+  else if constexpr (U == Unary::clamp_min) return x < k || k != k ? k : x;  // a NaN x or bound: NaN, as torch
+  else if constexpr (U == Unary::clamp_max) return x > k || k != k ? k : x;
   else static_assert(U == Unary::identity, "mk::unary: an mk::Unary without a body");
 }
 

@@ -13,12 +13,14 @@ namespace {
 
 bool same_edge(const Edge& a, const Edge& b) { return a.node == b.node && a.output == b.output && a.range == b.range; }
 
-// Whether the pass may fuse n: an ElementwiseUnary, or an ElementwiseBinary not in place.
-bool elementwise(const Node& n) {
+// Whether the pass may fuse n: an ElementwiseUnary, or an ElementwiseBinary not in place, reading only
+// floating-point tensors (any other operand stays with its own node, whose validate() names it).
+bool elementwise(const DAG& dag, const Node& n) {
   if (!n.is_compute() || n.outputs.size() != 1) return false;
-  if (dynamic_cast<const ElementwiseUnary*>(n.itype.get())) return true;
   const auto* b = dynamic_cast<const ElementwiseBinary*>(n.itype.get());
-  return b && !b->inplace();
+  if (!dynamic_cast<const ElementwiseUnary*>(n.itype.get()) && !(b && !b->inplace())) return false;
+  return std::all_of(n.inputs.begin(), n.inputs.end(),
+                     [&](const Edge& e) { return is_float(dag.nodes[e.node].outputs[e.output].dtype); });
 }
 
 int step_count(const Node& n) {
@@ -33,7 +35,7 @@ class Group {
   // Adds producer p if the structural rules of fuse_elementwise (header) allow it.
   bool try_absorb(int p, const std::vector<char>& taken) {
     const Node& n = dag_.nodes[p];
-    if (taken[p] || members_.count(p) || !elementwise(n)) return false;
+    if (taken[p] || members_.count(p) || !elementwise(dag_, n)) return false;
     if (n.outputs[0].shape != dag_.nodes[root_].outputs[0].shape) return false;
     for (const Use& u : n.users[0]) {
       if (!members_.count(u.node)) return false;
@@ -132,7 +134,7 @@ int fuse_elementwise(DAG& dag) {
   std::vector<char> taken(count, 0);
   int groups = 0;
   for (int r = count; r-- > 0;) {
-    if (taken[r] || !elementwise(dag.nodes[r])) continue;
+    if (taken[r] || !elementwise(dag, dag.nodes[r])) continue;
     Group g(dag, r);
     // Latest producer first: all of a node's readers (later nodes) are decided before it is.
     std::priority_queue<int> next;

@@ -41,8 +41,8 @@ float UnaryStep::apply(float x) const {
     case O::mul_scalar: return x * k;
     case O::div_scalar: return x / k;
     case O::pow_scalar: return std::pow(x, k);
-    case O::clamp_min: return x < k ? k : x;  // NaN stays NaN, as torch.clamp_min
-    case O::clamp_max: return x > k ? k : x;
+    case O::clamp_min: return x < k || std::isnan(k) ? k : x;  // a NaN x or bound gives NaN, as torch.clamp
+    case O::clamp_max: return x > k || std::isnan(k) ? k : x;
   }
   return std::numeric_limits<float>::quiet_NaN();  // unreachable: parse() checks the op
 }
