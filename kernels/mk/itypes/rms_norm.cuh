@@ -60,11 +60,17 @@ struct RMSNorm {
       for (int lid = 0; lid < kXPages && ok; ++lid) ok = page_wait_lane(c, lid);
     if (!warp_ok(c, ok)) return;
     const i32* idx = c.idx();
-    const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], rows = idx[12], C = idx[13];
+    const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], C = idx[13];
+    int rows = idx[12];
     const Rows rw(c, C);
     const SlotDesc& x = c.slot(c.src_slot(0));
     const __nv_bfloat16* xp = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, b, d, r0, col0);
+#ifndef MK_EXP_RMS_NO_LOAD
     const bool xbulk = bulk_ok(x, col0, C);
+#else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row loads
+    const bool xbulk = false;
+    rows = 0;
+#endif
     // Announce the bulk bytes (no arrive), copy, then a single arrive after the generic copies (if
     // any) so the phase cannot complete before they are done.
     if (c.lane == 0 && xbulk)
@@ -195,10 +201,18 @@ struct RMSNorm {
     const SlotDesc& y = c.slot(c.dst_slot(0));
     __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr) + elem_offset(y, b, d, r0, col0);
     const long long stride = y.dims[3];
+#ifndef MK_EXP_RMS_NO_STORE
     if (bulk_ok(y, col0, C)) {
+#else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row stores
+    if (true) {
+#endif
       for (int r = c.lane; r < rows; r += 32)
+#ifndef MK_EXP_RMS_NO_STORE
         cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst + r * stride, rw.at(r),
                                  static_cast<u32>(2 * C));
+#else
+        (void)dst;
+#endif
       cuda::ptx::cp_async_bulk_commit_group();
       cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     } else {
