@@ -163,10 +163,7 @@ ElementwiseBinary::ElementwiseBinary(std::string op, double alpha, bool inplace,
     fail("ElementwiseBinary: in place, input a is the output and cannot broadcast");
 }
 
-const char* binary_op_name(BinaryOp op) {
-  static const char* const names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
-  return names[static_cast<int>(op)];
-}
+const char* binary_op_name(BinaryOp op) { return ElementwiseBinary::supported_ops()[static_cast<int>(op)].c_str(); }
 
 BinaryOp parse_binary_op(const std::string& name) {
   const auto& ok = ElementwiseBinary::supported_ops();  // in BinaryOp order

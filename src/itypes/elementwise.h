@@ -118,7 +118,7 @@ class ElementwiseBinary final : public IType {
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
   std::optional<int> inplace_input(int output) const override;
   void execute(const Instruction&, ExecContext&) const override;
-  static const std::vector<std::string>& supported_ops();
+  static const std::vector<std::string>& supported_ops();  // in BinaryOp order
 
  private:
   std::string op_;

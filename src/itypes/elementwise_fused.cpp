@@ -6,9 +6,9 @@
 
 namespace mk {
 
-namespace {
-const char* short_dtype(DType t) { return t == DType::bf16 ? "bf16" : t == DType::f16 ? "f16" : "f32"; }
+const char* fused_dtype_name(DType t) { return t == DType::bf16 ? "bf16" : t == DType::f16 ? "f16" : "f32"; }
 
+namespace {
 std::string ref_name(int r, int inputs) {
   return r < inputs ? "x" + std::to_string(r) : "t" + std::to_string(r - inputs);
 }
@@ -54,7 +54,7 @@ std::string ElementwiseFused::params() const {
     } else {
       p += s.unary.text + "(" + ref_name(s.a, inputs_) + ")";
     }
-    p += std::string(":") + short_dtype(s.dtype) + ";";
+    p += std::string(":") + fused_dtype_name(s.dtype) + ";";
   }
   for (int k = 0; k < inputs_; ++k)
     if (bcast_[k]) p += " bcast_x" + std::to_string(k) + "=" + broadcast_mask_text(bcast_[k]) + ";";

@@ -23,6 +23,9 @@ struct FusedStep {
   DType dtype = DType::f32;  // the value is rounded to it (f32: not rounded)
 };
 
+// A float step dtype as params() and the device's mk::Round name it: "bf16", "f16", "f32".
+const char* fused_dtype_name(DType);
+
 class ElementwiseFused final : public IType {
  public:
   static constexpr int kMaxInputs = 2;   // the index layout of ElementwiseBinary (16 index words)

@@ -89,7 +89,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
     return "mk::ElementwiseBinary<" + P + ">";
   }
   if (const auto* f = dynamic_cast<const ElementwiseFused*>(&it)) {
-    // One const per step, each rounded to its unfused node's dtype (the last one by the store).
+    // One const per step, each rounded to its step dtype ([Note: fused rounding]; the last one by the store).
     const int n = f->inputs();
     auto ref = [n](int r) { return r < n ? "x[" + std::to_string(r) + "]" : "t" + std::to_string(r - n); };
     std::string body, bc;
@@ -109,8 +109,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
         v = "mk::unary<mk::Unary::" + st.unary.name + ">(" + ref(st.a) + ", " + float_literal(st.unary.k) + ")";
       }
       const bool last = j + 1 == steps.size();
-      const char* r = st.dtype == DType::bf16 ? "bf16" : st.dtype == DType::f16 ? "f16" : "f32";
-      if (!last && st.dtype != DType::f32) v = std::string("mk::round_to<mk::Round::") + r + ">(" + v + ")";
+      if (!last && st.dtype != DType::f32) v = std::string("mk::round_to<mk::Round::") + fused_dtype_name(st.dtype) + ">(" + v + ")";
       body += "    const float t" + std::to_string(j) + " = " + v + ";\n";
     }
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr int inputs = " + std::to_string(n) +

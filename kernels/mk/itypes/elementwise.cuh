@@ -50,8 +50,8 @@ __device__ __forceinline__ float binary(float a, float b, float alpha) {
   else return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
 }
 
-// An fp32 value rounded to a 16-bit float and back (ElementwiseFused: each step's value is rounded to its
-// unfused node's dtype); R = 0 keeps fp32.
+// An fp32 value rounded to a 16-bit float and back (ElementwiseFused: a step's value rounded to its step
+// dtype, [Note: fused rounding] in src/trace/fuse_elementwise.cpp); Round::f32 keeps it.
 enum class Round { f32, bf16, f16 };
 template <Round R>
 __device__ __forceinline__ float round_to(float x) {

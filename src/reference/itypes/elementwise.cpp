@@ -56,14 +56,6 @@ Box tile_at(const int32_t* idx, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-void ElementwiseUnary::execute(const Instruction& in, ExecContext& ctx) const {
-  const int64_t rows = in.indices[8], cols = in.indices[9];
-  std::vector<float> v = ctx.load(in.src_tensors[0], tile_at(in.indices, rows, cols));
-  for (float& x : v)
-    for (const UnaryStep& st : steps_) x = st.apply(x);
-  ctx.store(in.dst_tensors[0], tile_at(in.indices + 4, rows, cols), v);
-}
-
 namespace {
 
 // y = f(x_0, ..., x_{n-1}) over the tile of an elementwise instruction with n operands (indices of
@@ -80,7 +72,7 @@ void ew_execute(const Instruction& in, ExecContext& ctx, int n, const uint8_t* b
     x[k] = ctx.load(in.src_tensors[k], tile_at(in.indices + 4 * k, r[k], c[k]));
   }
   std::vector<float> y(static_cast<size_t>(rows * cols));
-  float v[4];
+  float v[ElementwiseFused::kMaxInputs];
   for (size_t e = 0; e < y.size(); ++e) {
     const int64_t i = static_cast<int64_t>(e) / cols, j = static_cast<int64_t>(e) % cols;
     for (int k = 0; k < n; ++k) v[k] = x[k][(r[k] == 1 ? 0 : i) * c[k] + (c[k] == 1 ? 0 : j)];
@@ -96,6 +88,15 @@ float round_to(DType t, float v) {
 }
 
 }  // namespace
+
+void ElementwiseUnary::execute(const Instruction& in, ExecContext& ctx) const {
+  const uint8_t none = 0;
+  ew_execute(in, ctx, 1, &none, [&](const float* v) {
+    float x = v[0];
+    for (const UnaryStep& st : steps_) x = st.apply(x);
+    return x;
+  });
+}
 
 void ElementwiseBinary::execute(const Instruction& in, ExecContext& ctx) const {
   const float alpha = static_cast<float>(alpha_);
