@@ -21,7 +21,8 @@ K 16384: the step with every SM loading).
 Programs of at most 12 nodes also print one line per node: when its first instruction was published, its
 inputs were ready, its first compute began, its last compute ended and its last store completed, in us
 after the launch's first publish (the per-step hand-off latency of a dependent chain).
-Every case also prints the host time of one launch call (common.host_ms)."""
+Every case also prints the host time of one launch call (common.host_ms).
+Environment: MODES ("per_sm global"), CLUSTER (1 or 2), MEGAKITTENS_DEFINES / MEGAKITTENS_PROFILE (A/B runs)."""
 from __future__ import annotations
 
 import os
@@ -116,7 +117,8 @@ def main(argv):
     print("phase: median/p90 us over instructions")
     for name in want:
         fn, args = all_cases[name]
-        p = program_for(fn, args, name=f"timeline_{name}")
+        cluster = int(os.environ.get("CLUSTER", "1"))
+        p = program_for(fn, args, cluster_size=cluster, name=f"timeline_{name}_c{cluster}")
         for mode in os.environ.get("MODES", "per_sm global").split():
             runner = MkRunner(p, args, {"global_work_queue": mode == "global"})
             ms = bench(runner, iters=20)

@@ -7,8 +7,9 @@ from typing import Optional
 import torch
 
 TARGETS = (None, "b200", "h200")
-# Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces.
-PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k", "gemm_split_chain_steps")
+# Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces,
+# RMSNorm row pages per instruction.
+PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k", "gemm_split_chain_steps", "rms_norm_pages")
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")
 

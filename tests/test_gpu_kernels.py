@@ -45,6 +45,12 @@ def g_rms(x, w):
     return mkops.rms_norm(x, w, 1e-5)
 
 
+def g_rms_two_weights(x, w1, w2):
+    # Consecutive RMSNorm instructions of one CTA with different weights (rms_norm.cuh [Note: resident
+    # weight]: the second must reload), and the same weight (kept in place).
+    return mkops.rms_norm(mkops.rms_norm(x, w1, 1e-5), w2, 1e-5)
+
+
 def g_rms_noweight(x):
     return mkops.rms_norm(x, None, 1e-2)
 
@@ -142,6 +148,7 @@ CASES = {
     "rms_2048": (g_rms, [(1024, 2048), (2048,)]),
     "rms_4096_ragged": (g_rms, [(37, 4096), (4096,)]),
     "rms_odd_cols": (g_rms_noweight, [(50, 100)]),
+    "rms_two_weights": (g_rms_two_weights, [(8000, 2048), (2048,), (2048,)]),
     "chain": (g_chain, [(512, 1024), (512, 1024), (1024,)]),
     "mlp_views": (g_mlp_like, [(1024, 1024), (3, 1024, 1024)]),
     "many_slots": (g_many_slots, [(256, 384)] * MANY + [(384, 128)]),
@@ -161,12 +168,13 @@ def inputs_for(shapes, device="cpu", seed=0):
 
 
 def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None,
-                split_chain_steps=None, fuse=True):
+                split_chain_steps=None, fuse=True, rms_pages=None):
     """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs.
     gemm_n (128 or 256) fixes the Gemm tile width and turns split-K off; None lets the profile choose
     per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's.
     split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's.
-    fuse: _C.trace's (False: no fusion passes, each aten op its own node)."""
+    fuse: _C.trace's (False: no fusion passes, each aten op its own node).
+    rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction, 1-3), None: the profile's."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
     profile = _C.Profile.by_name("h200", num_sms)
@@ -176,6 +184,8 @@ def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=Non
         profile.gemm_split_k = split_k
     if split_chain_steps is not None:
         profile.gemm_split_chain_steps = split_chain_steps
+    if rms_pages is not None:
+        profile.rms_norm_pages = rms_pages
     return _C.schedule(dag, profile, cluster_size=cluster_size)
 
 
@@ -255,6 +265,29 @@ def _check_vs_eager(case, global_queue, cluster, fuse):
             err = rel_err(out.float()[finite], ref.float()[finite])
             assert err <= 1e-2, f"{case}: relative error {err:.3e}"
             assert torch.equal(torch.isnan(out), torch.isnan(ref)), "NaN pattern differs from eager"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("pages", [1, 2, 3])
+@pytest.mark.parametrize("shape,weighted", [((2000, 8192), True), ((901, 4100), False)])
+def test_rms_norm_row_pages(shape, weighted, pages, global_queue):
+    """RMSNorm instructions of 1, 2 and 3 row pages (the unused row lids rotate: rms_norm.cuh [Note: page
+    release order]), bulk rows (C 8192: 2 rows a page) and generic ones (C 4100: 3 rows a page)."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, shapes = (g_rms, [shape, shape[-1:]]) if weighted else (g_rms_noweight, [shape])
+    program = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name=f"rms_pages{pages}", rms_pages=pages)
+    rows = {program.instruction(i)["indices"][12] for i in range(program.num_instructions)}  # Noops: 0
+    per_page = 32768 // ((2 * shape[-1] + 127) // 128 * 128)
+    assert max(rows) == pages * per_page, rows
+    for seed in (1, 2):
+        args = inputs_for(shapes, "cuda", seed=seed)
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        ref = fn(*args)
+        assert not torch.isnan(out).any()
+        assert rel_err(out.float(), ref.float()) <= 1e-2
 
 
 @pytest.mark.gpu

@@ -32,7 +32,8 @@ struct InitSemaphoresFn {
                                    "semaphore_count(i), lid_release_order(q, inst), load(c), compute(c), store(c)");
     static_assert(Op::num_semaphores <= kMaxSemaphores, "an instruction may use at most 32 semaphores");
     n = Op::num_semaphores;
-    if (lane < n) cuda::ptx::mbarrier_init(&st->sems[lane], Op::semaphore_count(lane));
+    if (lane == 0)
+      for (int i = 0; i < n; ++i) cuda::ptx::mbarrier_init(&st->sems[i], Op::semaphore_count(i));
   }
 };
 template <class Role>
@@ -62,7 +63,8 @@ __device__ void controller(Ctx& c) {
     c.iter = iter;
     if (iter >= 2) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
-      if (c.lane < st.num_sems) ptx::mbarrier_inval(&st.sems[c.lane]);
+      if (c.lane == 0)
+        for (int i = 0; i < st.num_sems; ++i) ptx::mbarrier_inval(&st.sems[i]);
     }
     // Rename pages: new lid q takes the page the previous instruction releases q-th (seed §10); rank 1
     // receives rank 0's renaming below instead.
@@ -105,10 +107,22 @@ __device__ void controller(Ctx& c) {
       index = static_cast<int>(unit * kClusterSize + rank);
       row = index;
     }
+    // [Note: one stage writer] the lanes load the instruction words, lane 0 writes the whole stage (words,
+    // page ids, semaphore inits) and publishes it: the lane that arrives on inst_arrived made every write,
+    // so the release / acquire edge to the workers covers them (compute-sanitizer racecheck does not
+    // follow a __syncwarp from other writing lanes to one arriving lane).
     if (row >= 0) {
       const i32* src = g.instructions + row * 64;
-      st.inst[c.lane] = src[c.lane];
-      st.inst[c.lane + 32] = src[c.lane + 32];
+      const i32 w[2] = {src[c.lane], src[c.lane + 32]};
+#pragma unroll
+      for (int q = 0; q < 16; ++q) {  // words 4q..4q+3 sit in lanes 4q % 32 + 0..3, half q / 8
+        int4 v;
+        v.x = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32);
+        v.y = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32 + 1);
+        v.z = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32 + 2);
+        v.w = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32 + 3);
+        if (c.lane == 0) reinterpret_cast<int4*>(st.inst)[q] = v;
+      }
     } else if (c.lane == 0) {
       st.inst[kWIcode] = -1;
     }
@@ -122,7 +136,10 @@ __device__ void controller(Ctx& c) {
         if (c.lane == 0) raise_abort(c, 5, -1, icode, V::kNumIcodes, 0);
         break;
       }
-      if (c.lane < kNumPages) st.pid[c.lane] = pid;
+      for (int q = 0; q < kNumPages; ++q) {
+        const int v = __shfl_sync(0xffffffffu, pid, q);
+        if (c.lane == 0) st.pid[q] = v;
+      }
       InitSemaphoresFn f{&st, c.lane, 0};
       V::visit(icode, f);
       nsem = f.n;

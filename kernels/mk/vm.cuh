@@ -144,7 +144,7 @@ using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 
 // One decoded instruction and its per-instruction state (seed §08).
 struct Stage {
-  i32 inst[64];
+  alignas(16) i32 inst[64];  // written as 16-byte vectors ([Note: one stage writer])
   i32 pid[8];              // physical page of each logical page
   u64 sems[kMaxSemaphores];
   i32 num_sems;
@@ -177,6 +177,11 @@ struct Ctx {
   bool finished_early;     // the storer handed the stage back before its stores completed
   int index = -1;          // this role's current instruction (st->index may already name the next one
                            // once the storer has handed the stage back)
+  // Loader: the weight row the last RMSNorm left in its weight page (address, C, page id, iteration);
+  // the next instruction with the same weight in the same page reads it in place (rms_norm.cuh
+  // [Note: resident weight]).
+  unsigned long long kept_ptr = 0;
+  int kept_c = -1, kept_pid = -1, kept_iter = -2;
 
   __device__ const i32* inst() const { return st->inst; }
   __device__ int icode() const { return st->inst[kWIcode]; }

@@ -3,9 +3,11 @@
 // with 1-D bulk copies (generic copies when a row is not 16-byte aligned); the weight row lands in
 // lid 3 the same way (L2-resident, so the extra copy costs no HBM traffic). Warp w normalises rows
 // w, w+8, ... in fp32 in place. The host sizes `rows` (src/itypes/rms_norm.cpp, profile.rms_norm_pages).
-// [Note: page release order] the three unused lids first, then the weight (lid 3; the storer frees it
-// once the rows are computed), then the row pages, freed after their stores have read them. So the
-// next instruction's row pages are free at once and its loads overlap this one's compute and stores.
+// [Note: page release order] three unused lids first, then the weight (lid 3; the storer frees it once
+// the rows are computed), then the rest of the unused lids, the row pages last (freed after their stores
+// have read them). The next instruction's rows land in pages that were free already; with np row pages
+// per instruction the row pages rotate through 7 - 1 = 6 pages, so instruction i's loads wait for the
+// stores of instruction i - 6 / np (np = 3: i - 2; np = 2: i - 3), and the weight stays in one page.
 // Page phases: [Note: page phases] in elementwise.cuh.
 #pragma once
 #include "mk/itypes/elementwise.cuh"
@@ -15,18 +17,42 @@ namespace mk {
 // P: struct { static constexpr float eps; static constexpr bool has_weight; }
 template <class P>
 struct RMSNorm {
-  // rows loaded (bytes), computed (8 consumer warps), weight loaded (bytes): the weight has its own
-  // semaphore so that an abort while the loader waits for the weight's page leaves only complete
-  // phases to drain.
+  // rows loaded (bytes + the 32 loader lanes), computed (every consumer lane), weight loaded (bytes + the
+  // 32 loader lanes): the weight has its own semaphore so that an abort while the loader waits for the
+  // weight's page leaves only complete phases to drain. Every lane that wrote shared memory arrives
+  // itself (generic row copies, in-place normalisation): [Note: one stage writer] in interpreter.cuh.
   static constexpr int kRowsLoaded = 0, kComputed = 1, kWeightLoaded = 2;
   static constexpr int num_semaphores = 3;
-  static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps : 1; }
+  static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps * 32 : 32; }
   static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
-  static __device__ int lid_release_order(int q, const i32*) {
-    return q < kNumPages - kUsedPages ? q + kUsedPages : kNumPages - 1 - q;
+  static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
+  // Row pages the instruction uses (index words 12 rows, 13 C): lids [0, np); lids [np, 3) are unused.
+  static __device__ int row_pages(const i32* idx) {
+    const int per_page = kPageBytes / row_bytes(idx[13]);
+    return max(1, min(kXPages, (idx[12] + per_page - 1) / per_page));
+  }
+  static __device__ int lid_release_order(int q, const i32* inst) {
+    const int np = row_pages(inst + kWIndices);
+    // The unused lids in order: [np, 3) then [4, 7); u-th of them.
+    const auto unused = [np](int u) { return u < kXPages - np ? np + u : u - (kXPages - np) + kUsedPages; };
+    const int nu = kNumPages - 1 - np;  // unused lids (>= 3)
+    if (q < 3) return unused(q);
+    if (q == 3) return kWeightLid;
+    if (q < nu + 1) return unused(q - 1);
+    return kNumPages - 1 - q;  // the row pages, last one first
+  }
+  // Loader, one lane each: wait for and pass on at once the unused lids.
+  static __device__ bool release_unused_lids(Ctx& c, int np) {
+    bool ok = true;
+    if (c.lane == 0)
+      for (int lid = np; lid < kXPages && ok; ++lid) {
+        ok = page_wait_lane(c, lid);
+        if (ok) page_finish(c, lid);
+      }
+    if (!warp_ok(c, ok)) return false;
+    return release_unused(c, kUsedPages);
   }
 
-  static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
   // Row r of the instruction: page r / per_page, at (r % per_page) * rb. The page addresses are read
   // from the stage once per role.
   struct Rows {
@@ -51,13 +77,14 @@ struct RMSNorm {
   // previous instruction's, free once its rows are computed), the weight copy, and the unused lids last
   // (as Elementwise::load). Without a weight, its page is unused: passed on right after the wait.
   static __device__ void load(Ctx& c) {
+    const int np = row_pages(c.idx());
 #ifdef MK_SAFE_ORDER
-    if (!release_unused(c, kUsedPages)) return;
+    if (!release_unused_lids(c, np)) return;
 #endif
     if (!wait_inputs(c)) return;
     bool ok = true;
     if (c.lane == 0)
-      for (int lid = 0; lid < kXPages && ok; ++lid) ok = page_wait_lane(c, lid);
+      for (int lid = 0; lid < np && ok; ++lid) ok = page_wait_lane(c, lid);
     if (!warp_ok(c, ok)) return;
     const i32* idx = c.idx();
     const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], C = idx[13];
@@ -71,8 +98,8 @@ struct RMSNorm {
     const bool xbulk = false;
     rows = 0;
 #endif
-    // Announce the bulk bytes (no arrive), copy, then a single arrive after the generic copies (if
-    // any) so the phase cannot complete before they are done.
+    // Announce the bulk bytes (no arrive), copy, then every lane arrives after its copies, so the phase
+    // cannot complete before they are done.
     if (c.lane == 0 && xbulk)
       cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                     c.sem(kRowsLoaded), static_cast<u32>(rows * 2 * C));
@@ -88,8 +115,7 @@ struct RMSNorm {
         for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
       }
     }
-    __syncwarp();
-    if (c.lane == 0) arrive(c.sem(kRowsLoaded));
+    arrive(c.sem(kRowsLoaded));
     ok = c.lane != 0 || page_wait_lane(c, kWeightLid);
     if (!warp_ok(c, ok)) {
       if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
@@ -101,24 +127,32 @@ struct RMSNorm {
           reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
       const bool wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
       __nv_bfloat16* wd = reinterpret_cast<__nv_bfloat16*>(c.page(kWeightLid));
-      if (c.lane == 0 && wbulk)
-        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                   cuda::ptx::space_shared, c.sem(kWeightLoaded),
-                                                   static_cast<u32>(2 * C));
-      if (wbulk) {
-        if (c.lane == 0)
+      // [Note: resident weight] the previous instruction of this CTA (iteration - 1) loaded the same weight
+      // row into the same page, and the page passed straight from it to this one (release order position
+      // 3 -> lid 3; nothing else can hold it in between), so the row is still there: no copy. Its load
+      // completed before that instruction's consumers finished, which the page wait above follows.
+      const unsigned long long key = reinterpret_cast<unsigned long long>(wp);
+      const int pid = c.st->pid[kWeightLid];
+      const bool kept = c.kept_iter == c.iter - 1 && c.kept_ptr == key && c.kept_c == C && c.kept_pid == pid;
+      c.kept_ptr = key, c.kept_c = C, c.kept_pid = pid, c.kept_iter = c.iter;
+      if (kept) {  // nothing to copy
+      } else if (wbulk) {
+        if (c.lane == 0) {
+          cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                        c.sem(kWeightLoaded), static_cast<u32>(2 * C));
           cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, wd, wp,
                                    static_cast<u32>(2 * C), c.sem(kWeightLoaded));
+        }
+        __syncwarp();  // the expect_tx precedes the other lanes' arrivals
       } else {
         for (int e = c.lane; e < C; e += 32) wd[e] = wp[e];
-        __syncwarp();
-        if (c.lane == 0) arrive(c.sem(kWeightLoaded));
       }
+      arrive(c.sem(kWeightLoaded));
     } else if (c.lane == 0) {
       page_finish(c, kWeightLid);
     }
 #ifndef MK_SAFE_ORDER
-    if (!release_unused(c, kUsedPages) && c.lane == 0) {
+    if (!release_unused_lids(c, np) && c.lane == 0) {
       drain_loads(c.sem(kRowsLoaded));
       if constexpr (P::has_weight) drain_loads(c.sem(kWeightLoaded));
     }
@@ -182,8 +216,7 @@ struct RMSNorm {
       }
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this page
-    __syncwarp();
-    if (c.lane == 0) arrive(c.sem(kComputed));
+    arrive(c.sem(kComputed));
   }
 
   // Finishes the weight's page (has_weight; read by the consumers only, who waited for its load) once
@@ -224,7 +257,7 @@ struct RMSNorm {
     }
     __syncwarp();
     if (c.lane == 0) {
-      for (int lid = 0; lid < kXPages; ++lid) page_finish(c, lid);
+      for (int lid = 0, np = row_pages(idx); lid < np; ++lid) page_finish(c, lid);
 #ifdef MK_SAFE_PAGES
       if (P::has_weight) page_finish(c, kWeightLid);
 #endif
