@@ -96,6 +96,19 @@ def test_torch_rms_norm():
     assert mk_backend.dispatchers[-1].program.icodes[1:] == ["RMSNorm(eps=9.99999975e-06)"]
 
 
+@pytest.mark.parametrize("pages", [1, 2, 3])
+def test_rms_norm_pages_from_the_profile_env(monkeypatch, pages):
+    """MEGAKITTENS_PROFILE=rms_norm_pages=N sets the RMSNorm rows per instruction (N pages of 4 rows of
+    C = 4096; 1000 rows leave every SM an instruction only up to 2 pages), and the result is unchanged."""
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", f"rms_norm_pages={pages}")
+    torch._dynamo.reset()
+    args = randn(1000, 4096), randn(4096)
+    check_close(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
+    program = mk_backend.dispatchers[-1].program
+    rows = max(program.instruction(i)["indices"][12] for i in range(program.num_instructions))
+    assert rows == 4 * min(pages, 2), rows
+
+
 def test_torch_rms_norm_without_weight():
     f = lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-5)  # noqa: E731
     x = randn(2, 16, 256)
