@@ -10,7 +10,10 @@ from test_gpu_kernels import CASES, inputs_for, program_for, run_gpu  # noqa: E4
 
 from megakittens import gpu  # noqa: E402
 
-for case in ["relu_ragged", "binary_all_ragged", "fused_bcast", "rms_odd_cols", "rms_4096_ragged"]:  # binary_all fuses (TMA path)
+# Every IType of issue 3: Noop (the per-SM table's padding), ElementwiseUnary, ElementwiseBinary (add_1024: a
+# lone add), ElementwiseFused (binary_all fuses: TMA path; fused_bcast: plain loads), RMSNorm (generic rows:
+# rms_odd_cols; bulk rows: rms_4096_ragged).
+for case in ["relu_ragged", "add_1024", "binary_all_ragged", "fused_bcast", "rms_odd_cols", "rms_4096_ragged"]:
     fn, shapes = CASES[case]
     p = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name=case)
     run_gpu(p, inputs_for(shapes, "cuda"), {"sync": True, "watchdog_s": 60.0})
