@@ -383,28 +383,41 @@ __device__ __forceinline__ bool wait_reuse(Ctx& c) {
   return wait_global(c, c.num_src_input(), c.num_src_reuse(), 2);
 }
 
-// Storer, whole warp, once this instruction no longer reads shared memory (its pages are finished):
-// hand the stage back to the controller at once (so the next instructions' loads can start), then
-// wait until this lane's bulk stores have completed, make them visible to other SMs' async proxy,
-// and release-add every dst barrier (seed §11: wait_group 0 -> fence.proxy.async.global -> release).
-// Generic stores must be followed by __threadfence() before this call.
-__device__ __forceinline__ void store_done(Ctx& c) {
+// Storer, whole warp: hand the stage back to the controller (it may refill it with the instruction two
+// iterations on at once). After this only registers may describe the instruction: the returned dst
+// barrier ids (lanes < n), page ids read before.
+struct DstBarriers {
+  int n, mine;
+};
+__device__ __forceinline__ DstBarriers hand_back(Ctx& c) {
   const int n = c.num_dst();
-  const int mine = c.lane < n ? c.inst()[kWDstBarriers + c.lane] : 0;
+  const DstBarriers b{n, c.lane < n ? c.inst()[kWDstBarriers + c.lane] : 0};
   __syncwarp();
   mark(c, kEvHandBack);
   if (c.lane == 0) arrive(&c.sh->inst_finished[c.iter & 1]);
   c.finished_early = true;
+  return b;
+}
+
+// Storer, whole warp, after hand_back: wait until this lane's bulk stores have completed, make them
+// visible to other SMs' async proxy, and release-add every dst barrier (seed §11: wait_group 0 ->
+// fence.proxy.async.global -> release).
+__device__ __forceinline__ void release_dst(Ctx& c, DstBarriers b) {
   cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
   cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
   mark(c, kEvStoreComplete);
   __syncwarp();
-  for (int k = 0; k < n; ++k) {
-    const int id = __shfl_sync(0xffffffffu, mine, k);
+  for (int k = 0; k < b.n; ++k) {
+    const int id = __shfl_sync(0xffffffffu, b.mine, k);
     if (c.lane == 0) ptx::red_release_gpu_add(c.g->c.barriers + id, 1);
   }
   __syncwarp();
 }
+
+// Storer, whole warp, once this instruction no longer reads shared memory (its pages are finished):
+// hand the stage back at once (so the next instructions' loads can start), then complete the stores.
+// Generic stores must be followed by __threadfence() before this call.
+__device__ __forceinline__ void store_done(Ctx& c) { release_dst(c, hand_back(c)); }
 
 // ---- pages (seed §10) ----
 

@@ -234,6 +234,15 @@ struct RMSNorm {
     const SlotDesc& y = c.slot(c.dst_slot(0));
     __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr) + elem_offset(y, b, d, r0, col0);
     const long long stride = y.dims[3];
+    // The pages to finish, read while the stage is ours: row lids [0, np) (and the weight's under
+    // MK_SAFE_PAGES), 4 bits each.
+    const int np = row_pages(idx);
+    u32 finish = 0;
+    int nfinish = 0;
+    for (int lid = 0; lid < np; ++lid) finish |= static_cast<u32>(c.st->pid[lid]) << (4 * nfinish++);
+#ifdef MK_SAFE_PAGES
+    if (P::has_weight) finish |= static_cast<u32>(c.st->pid[kWeightLid]) << (4 * nfinish++);
+#endif
 #ifndef MK_EXP_RMS_NO_STORE
     if (bulk_ok(y, col0, C)) {
 #else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row stores
@@ -247,21 +256,26 @@ struct RMSNorm {
         (void)dst;
 #endif
       cuda::ptx::cp_async_bulk_commit_group();
+      // [Note: early hand-back] the stage goes back before the stores have read the rows: the controller
+      // publishes instruction i + 2 now, whose loads need no page of this one unless the row pages
+      // rotate two-deep (np = 3); the row pages are finished from registers once read. A page's finishes
+      // stay in order: the next owner waits for this finish before it can finish the page itself.
+      const DstBarriers b = hand_back(c);
       cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
-    } else {
-      for (int r = 0; r < rows; ++r) {
-        const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(rw.at(r));
-        for (int e = c.lane; e < C; e += 32) dst[r * stride + e] = src[e];
-      }
-      __threadfence();
+      __syncwarp();
+      if (c.lane == 0)
+        for (int k = 0; k < nfinish; ++k) arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]);
+      release_dst(c, b);
+      return;
     }
+    for (int r = 0; r < rows; ++r) {
+      const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(rw.at(r));
+      for (int e = c.lane; e < C; e += 32) dst[r * stride + e] = src[e];
+    }
+    __threadfence();
     __syncwarp();
-    if (c.lane == 0) {
-      for (int lid = 0, np = row_pages(idx); lid < np; ++lid) page_finish(c, lid);
-#ifdef MK_SAFE_PAGES
-      if (P::has_weight) page_finish(c, kWeightLid);
-#endif
-    }
+    if (c.lane == 0)
+      for (int k = 0; k < nfinish; ++k) arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]);
     store_done(c);
   }
 };
