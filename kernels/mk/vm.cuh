@@ -430,11 +430,11 @@ __device__ __forceinline__ bool page_wait_lane(Ctx& c, int lid) {
 }
 __device__ __forceinline__ void page_finish(Ctx& c, int lid) { arrive(&c.sh->page_finished[c.st->pid[lid]]); }
 
-// Loader, one lane: wait and release at once every lid in [first, kNumPages).
-__device__ __forceinline__ bool release_unused(Ctx& c, int first) {
+// Loader, one lane: wait and release at once every lid in [first, last).
+__device__ __forceinline__ bool release_unused(Ctx& c, int first, int last = kNumPages) {
   bool ok = true;
   if (c.lane == 0)
-    for (int lid = first; lid < kNumPages && ok; ++lid) {
+    for (int lid = first; lid < last && ok; ++lid) {
       ok = page_wait_lane(c, lid);
       if (ok) page_finish(c, lid);
     }

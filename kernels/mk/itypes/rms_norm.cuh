@@ -41,16 +41,9 @@ struct RMSNorm {
     if (q < nu + 1) return unused(q - 1);
     return kNumPages - 1 - q;  // the row pages, last one first
   }
-  // Loader, one lane each: wait for and pass on at once the unused lids.
+  // Loader: wait for and pass on at once the unused lids.
   static __device__ bool release_unused_lids(Ctx& c, int np) {
-    bool ok = true;
-    if (c.lane == 0)
-      for (int lid = np; lid < kXPages && ok; ++lid) {
-        ok = page_wait_lane(c, lid);
-        if (ok) page_finish(c, lid);
-      }
-    if (!warp_ok(c, ok)) return false;
-    return release_unused(c, kUsedPages);
+    return release_unused(c, np, kXPages) && release_unused(c, kUsedPages);
   }
 
   // Row r of the instruction: page r / per_page, at (r % per_page) * rb. The page addresses are read
