@@ -7,8 +7,10 @@
 #           transformers)
 #   PARALLEL=1  the files run side by side (one GPU; about 2x faster for the whole suite)
 #   BENCH   e.g. 'python3 benchmarks/timeline.py mlp512; python3 benchmarks/run.py mlp'
+#   MK_COMMIT  the commit the result rows name (benchmarks/common.py): pass it, the device machine's copy of
+#           .git may be stale (it read an older HEAD all of session 10)
 # Example: BENCH='python3 benchmarks/timeline.py k128' FILES="test_gpu_gemm@split test_gpu_compile" PARALLEL=1
-#   bash benchmarks/gpu_tests_run.sh
+#   MK_COMMIT=abc1234 bash benchmarks/gpu_tests_run.sh
 set -u
 OUT=${OUT:-/tmp/mk-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MEGAKITTENS_CACHE_DIR=${MEGAKITTENS_CACHE_DIR:-/tmp/mk-cache}
