@@ -489,6 +489,45 @@ def test_gemm_multicast_engages(case, cluster, want, global_queue, monkeypatch):
     assert len(rows) > 0 and ((flags == 1).all() if want == "all" else (flags == 0).all()), flags.tolist()
 
 
+# ---- [Note: gemm deep narrow ring]: 6 one-page stages for tiles of <= 128 columns ----------------------
+
+@pytest.mark.parametrize("global_queue", [False, True])
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("case", ["mm_2048", "mm_m100_k320", "mm_ragged_k_300x520x200", "gemm_chain",
+                                  "bmm_4x1000x256x768", "sliced_k"])
+def test_gemm_deep_narrow_ring(case, cluster, global_queue, monkeypatch):
+    """With MK_GEMM_DEEP_NARROW=1 (off by default) every 128-wide tile runs the 6-stage ring (timeline flag
+    bit 1): the ring wraps (K 2048: 32 k-tiles), a K tail is zeroed in the stage page (sliced_k), one or two
+    k-tiles leave stages unused (K 64-200), chained Gemms hand pages over; outputs match fp32."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_DEEP_NARROW=1")  # part of the source: its own kernel
+    fn, shapes = CASES[case]
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), gemm_n=128,
+                          name=f"gemm_deep_{case}_{cluster}")
+    gemm = {i for i, n in enumerate(program.icodes) if n.startswith("Gemm")}
+    table = program.table_global()
+    rows = [i for i, r in enumerate(table) if int(r[0]) in gemm and int(r[7 + 12]) > 0]
+    for seed in (1, 2):
+        t = torch.zeros(program.num_instructions, 16, dtype=torch.int64, device="cuda")
+        args = inputs_for(shapes, "cuda", seed=seed)
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0},
+                         timeline=t)
+        assert torch.isfinite(out).all()
+        assert rel_err(out, reference(fn, args)) <= 1e-2
+        flags = t[rows, KEV_FLAGS].cpu()
+        assert len(rows) > 0 and ((flags & 2) == 2).all(), flags.tolist()
+
+
+@pytest.mark.parametrize("combo", range(len(FLAG_COMBOS)))
+def test_gemm_deep_narrow_exactly_right(combo, monkeypatch):
+    """test_gemm_flags_exactly_right's integer cases (every ta / tb / bias, ragged M / N / K) on the deep
+    narrow ring."""
+    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_DEEP_NARROW=1")
+    test_gemm_flags_exactly_right(combo, 128)
+
+
 # ---- split-K chains (src/schedule/phase0_split_k.cpp): late bias barriers on the device -------------
 
 @functools.cache

@@ -47,8 +47,8 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #define MK_CONSUMER_REGS 216
 #endif
 // [Note: gemm multicast] (kernels/mk/itypes/gemm.cuh): 1 turns the B multicast of cluster pairs on
-// (MEGAKITTENS_DEFINES=MK_GEMM_MULTICAST=1). Off by default: its first version ran the 1B Llama 45%
-// slower (benchmarks/notes.md "Session 6"); the fix for that is not measured yet.
+// (MEGAKITTENS_DEFINES=MK_GEMM_MULTICAST=1). Off by default: it halves B's L2 reads but slows the k-step
+// from 0.80 to 1.00 us at 8192^3 (benchmarks/notes.md "Session 10": the pair's coupled refills).
 #ifndef MK_GEMM_MULTICAST
 #define MK_GEMM_MULTICAST 0
 #endif
@@ -62,6 +62,13 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #endif
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
+#endif
+// [Note: gemm deep narrow ring] 1: Gemm tiles of <= 128 columns (not swiglu) run 6 stages of 32 KB, one
+// page each (A 128x64 then B 64x128), instead of 4 stages of the wide layout: more k-tiles in flight for
+// the latency-bound small tiles (0.64 us per 128x128x64 step, benchmarks/notes.md "Session 8"). 0
+// (default): off. Not measured on a GPU yet.
+#ifndef MK_GEMM_DEEP_NARROW
+#define MK_GEMM_DEEP_NARROW 0
 #endif
 
 // Instruction word offsets (docs/instruction.md).
