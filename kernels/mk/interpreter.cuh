@@ -113,14 +113,15 @@ __device__ void controller(Ctx& c) {
     // follow a __syncwarp from other writing lanes to one arriving lane).
     if (row >= 0) {
       const i32* src = g.instructions + row * 64;
-      const i32 w[2] = {src[c.lane], src[c.lane + 32]};
-#pragma unroll
+      const i32 w0 = src[c.lane], w1 = src[c.lane + 32];
+#pragma unroll 1  // few registers: the controller shares the interpreter's register budget (no spills)
       for (int q = 0; q < 16; ++q) {  // words 4q..4q+3 sit in lanes 4q % 32 + 0..3, half q / 8
+        const i32 wq = q < 8 ? w0 : w1;
         int4 v;
-        v.x = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32);
-        v.y = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32 + 1);
-        v.z = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32 + 2);
-        v.w = __shfl_sync(0xffffffffu, w[q / 8], (4 * q) % 32 + 3);
+        v.x = __shfl_sync(0xffffffffu, wq, (4 * q) % 32);
+        v.y = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 1);
+        v.z = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 2);
+        v.w = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 3);
         if (c.lane == 0) reinterpret_cast<int4*>(st.inst)[q] = v;
       }
     } else if (c.lane == 0) {
