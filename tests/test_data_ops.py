@@ -246,6 +246,30 @@ def test_is_causal_mask():
     assert fold.is_causal_mask(add.masked_fill(~keep, -65504.0).to(BF16), 5, 7)  # HF on CUDA: finfo(dtype).min
     assert fold.is_causal_mask(add.masked_fill(~keep, torch.finfo(BF16).min).to(BF16), 5, 7)
     assert not fold.is_causal_mask(keep.int(), 5, 7)
+    for r, c in ((0, 0), (4, 1)):  # a NaN where kept or where masked
+        nan = add.clone()
+        nan[r, c] = float("nan")
+        assert not fold.is_causal_mask(nan, 5, 7)
+    assert not fold.is_causal_mask(add.masked_fill(~keep, 0.0), 5, 7)  # masked entries must be masked
+
+
+def test_is_causal_mask_checks_each_distinct_mask():
+    """_drop_causal_masks answers a mask equal to one checked before from its result; any other mask (other
+    values, dtype, shape or query/key lengths, or a NaN) is checked itself."""
+    keep = torch.ones(5, 7, dtype=torch.bool).tril()
+    add = torch.zeros(5, 7).masked_fill(~keep, float("-inf"))
+    checked: list = []
+    assert fold._is_causal_cached(checked, add, 5, 7)
+    assert fold._is_causal_cached(checked, add.clone(), 5, 7) and len(checked) == 1
+    assert not fold._is_causal_cached(checked, add.masked_fill(~keep, -1e4), 5, 7)
+    assert not fold._is_causal_cached(checked, add, 7, 5)
+    assert fold._is_causal_cached(checked, add.to(BF16), 5, 7)
+    assert fold._is_causal_cached(checked, add[None], 5, 7)
+    nan = add.clone()
+    nan[4, 1] = float("nan")
+    assert not fold._is_causal_cached(checked, nan, 5, 7)
+    assert not fold._is_causal_cached(checked, nan.clone(), 5, 7)
+    assert len(checked) == 7
 
 
 # ---- GPU codegen: the data-movement instruction types have plain-load device bodies ------------------
