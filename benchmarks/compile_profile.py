@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import cProfile
 import hashlib
 import os
