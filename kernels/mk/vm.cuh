@@ -70,6 +70,12 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_GEMM_DEEP_NARROW
 #define MK_GEMM_DEEP_NARROW 0
 #endif
+// [Note: rms direct store] 1: RMSNorm consumers write their normalised rows straight to global memory
+// (16-byte stores; rows whose output is not 16-byte aligned keep the page + bulk store path), so the row
+// pages are free once computed, not once the stores have read them. 0 (default): off. Not measured yet.
+#ifndef MK_RMS_DIRECT_STORE
+#define MK_RMS_DIRECT_STORE 0
+#endif
 
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
