@@ -458,7 +458,29 @@ def _swiglu_program(case):
 
 # ---- [Note: gemm multicast]: B multicast across the cluster pair ---------------------------------------
 
-KEV_FLAGS = 12  # kernels/mk/vm.cuh kEvFlags: Gemm writes 1 when its B boxes were multicast
+KEV_FLAGS = 12  # kernels/mk/vm.cuh kEvFlags: Gemm sets bit 0 when its B boxes were multicast, bit 1 on the deep ring
+
+
+def _gemm_flags_under(define, case, cluster, gemm_n, global_queue, monkeypatch, seeds=(3,)):
+    """Build CASES[case] with MEGAKITTENS_DEFINES=define (part of the source: its own kernel), launch it once
+    per seed with the timeline on, check each output against fp32, and return the timeline flag word
+    (kEvFlags) of every Gemm instruction that has rows."""
+    from megakittens import gpu
+    monkeypatch.setenv("MEGAKITTENS_DEFINES", define)
+    fn, shapes = CASES[case]
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), gemm_n=gemm_n,
+                          name=f"gemm_{define.split('=')[0].lower()}_{case}_{cluster}")
+    gemm = {i for i, n in enumerate(program.icodes) if n.startswith("Gemm")}
+    rows = [i for i, r in enumerate(program.table_global()) if int(r[0]) in gemm and int(r[7 + 12]) > 0]
+    assert rows
+    for seed in seeds:
+        t = torch.zeros(program.num_instructions, 16, dtype=torch.int64, device="cuda")
+        args = inputs_for(shapes, "cuda", seed=seed)
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0},
+                         timeline=t)
+        assert torch.isfinite(out).all()
+        assert rel_err(out, reference(fn, args)) <= 1e-2
+    return t[rows, KEV_FLAGS].cpu()
 
 
 @pytest.mark.parametrize("global_queue", [False, True])
@@ -473,20 +495,8 @@ def test_gemm_multicast_engages(case, cluster, want, global_queue, monkeypatch):
     multicast B; the outputs stay right either way."""
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
-    from megakittens import gpu
-    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_MULTICAST=1")  # part of the source: its own kernel
-    fn, shapes = CASES[case]
-    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), gemm_n=256,
-                          name=f"gemm_multicast_{case}_{cluster}")
-    gemm = {i for i, n in enumerate(program.icodes) if n.startswith("Gemm")}
-    table = program.table_global()
-    rows = [i for i, r in enumerate(table) if int(r[0]) in gemm and int(r[7 + 12]) > 0]
-    t = torch.zeros(program.num_instructions, 16, dtype=torch.int64, device="cuda")
-    args = inputs_for(shapes, "cuda", seed=3)
-    (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0}, timeline=t)
-    assert rel_err(out, reference(fn, args)) <= 1e-2
-    flags = t[rows, KEV_FLAGS].cpu()
-    assert len(rows) > 0 and ((flags == 1).all() if want == "all" else (flags == 0).all()), flags.tolist()
+    flags = _gemm_flags_under("MK_GEMM_MULTICAST=1", case, cluster, 256, global_queue, monkeypatch)
+    assert ((flags == 1).all() if want == "all" else (flags == 0).all()), flags.tolist()
 
 
 # ---- [Note: gemm deep narrow ring]: 6 one-page stages for tiles of <= 128 columns ----------------------
@@ -501,23 +511,8 @@ def test_gemm_deep_narrow_ring(case, cluster, global_queue, monkeypatch):
     k-tiles leave stages unused (K 64-200), chained Gemms hand pages over; outputs match fp32."""
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
-    from megakittens import gpu
-    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_DEEP_NARROW=1")  # part of the source: its own kernel
-    fn, shapes = CASES[case]
-    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), gemm_n=128,
-                          name=f"gemm_deep_{case}_{cluster}")
-    gemm = {i for i, n in enumerate(program.icodes) if n.startswith("Gemm")}
-    table = program.table_global()
-    rows = [i for i, r in enumerate(table) if int(r[0]) in gemm and int(r[7 + 12]) > 0]
-    for seed in (1, 2):
-        t = torch.zeros(program.num_instructions, 16, dtype=torch.int64, device="cuda")
-        args = inputs_for(shapes, "cuda", seed=seed)
-        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0},
-                         timeline=t)
-        assert torch.isfinite(out).all()
-        assert rel_err(out, reference(fn, args)) <= 1e-2
-        flags = t[rows, KEV_FLAGS].cpu()
-        assert len(rows) > 0 and ((flags & 2) == 2).all(), flags.tolist()
+    flags = _gemm_flags_under("MK_GEMM_DEEP_NARROW=1", case, cluster, 128, global_queue, monkeypatch, seeds=(1, 2))
+    assert ((flags & 2) == 2).all(), flags.tolist()
 
 
 @pytest.mark.parametrize("combo", range(len(FLAG_COMBOS)))
