@@ -56,6 +56,12 @@ def suite_memory(env, modes=("per_sm", "global")):
         "add": (lambda x, y: x + y, 2, 3),
         "rmsnorm": (lambda x, w: mkops.rms_norm(x, w, 1e-6), 1, 2),
     }
+    # MK_MEMORY_CASES=rmsnorm (comma list) / MK_MEMORY_SHAPES=16384x8192: a subset for a quick comparison.
+    keep = os.environ.get("MK_MEMORY_CASES")
+    if keep:
+        cases = {k: v for k, v in cases.items() if k in keep.split(",")}
+    if os.environ.get("MK_MEMORY_SHAPES"):
+        shapes = [tuple(int(v) for v in s.split("x")) for s in os.environ["MK_MEMORY_SHAPES"].split(",")]
     for name, (fn, nin, passes) in cases.items():
         for (r, c) in shapes:
             args = [torch.randn(r, c, dtype=BF16, device="cuda") for _ in range(nin)]

@@ -61,6 +61,18 @@ __device__ void controller(Ctx& c) {
     Stage& st = sh.stages[s];
     c.st = &st;
     c.iter = iter;
+    // [Note: fetch ahead] the per-SM table's row is known before the stage is free: its words are
+    // loaded first, so their global round trip overlaps the wait for the stage instead of delaying the
+    // publish. The global queue claims after the wait (an early claim would hold work back from idle
+    // CTAs), and so does a cluster (rank 0's claim buffer is free again only after the wait).
+    constexpr bool kAhead = MK_FETCH_AHEAD && kClusterSize == 1;
+    int index = -1;
+    long long row = -1;
+    i32 w0 = 0, w1 = 0;
+    if (kAhead && !g.global_queue) {
+      if (iter < g.waves) row = static_cast<long long>(iter) * g.num_ctas + blockIdx.x, index = static_cast<int>(row);
+      if (row >= 0) w0 = g.instructions[row * 64 + c.lane], w1 = g.instructions[row * 64 + c.lane + 32];
+    }
     if (iter >= 2) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
       if (c.lane == 0)
@@ -77,43 +89,42 @@ __device__ void controller(Ctx& c) {
     }
     // Fetch: per-SM table row (iter, cta), or the next claim of the global queue. Rank 0 of a cluster
     // sends rank 1 its claim and its renaming ([Note: cluster page renaming]).
-    int index = -1;
-    long long row = -1;
-    u32 unit = 0;
-    if (rank == 0) {
-      if (g.global_queue && c.lane == 0) unit = atomicAdd(g.queue, 1u) - base;
-      if constexpr (kClusterSize > 1) {  // lane 0 writes everything, then releases it with its arrive
-        for (int q = 0; q < kNumPages; ++q) {
-          const int v = __shfl_sync(0xffffffffu, pid, q);
-          if (c.lane == 0) ptx::st_cluster(reinterpret_cast<u32*>(&sh.claim_pid[s][q]), 1, static_cast<u32>(v));
+    if (!kAhead || g.global_queue) {
+      u32 unit = 0;
+      if (rank == 0) {
+        if (g.global_queue && c.lane == 0) unit = atomicAdd(g.queue, 1u) - base;
+        if constexpr (kClusterSize > 1) {  // lane 0 writes everything, then releases it with its arrive
+          for (int q = 0; q < kNumPages; ++q) {
+            const int v = __shfl_sync(0xffffffffu, pid, q);
+            if (c.lane == 0) ptx::st_cluster(reinterpret_cast<u32*>(&sh.claim_pid[s][q]), 1, static_cast<u32>(v));
+          }
+          if (c.lane == 0) {
+            ptx::st_cluster(&sh.claim[s], 1, unit);
+            ptx::mbarrier_arrive_cluster(&sh.claim_arrived[s], 1);
+          }
         }
-        if (c.lane == 0) {
-          ptx::st_cluster(&sh.claim[s], 1, unit);
-          ptx::mbarrier_arrive_cluster(&sh.claim_arrived[s], 1);
+        unit = __shfl_sync(0xffffffffu, unit, 0);
+      } else {
+        if (!wait_cluster(c, &sh.claim_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 30 + s)) break;
+        unit = sh.claim[s];
+        if (c.lane < kNumPages) pid = sh.claim_pid[s][c.lane];
+      }
+      if (!g.global_queue) {
+        if (iter < g.waves) {
+          row = static_cast<long long>(iter) * g.num_ctas + blockIdx.x;
+          index = static_cast<int>(row);
         }
+      } else if (unit < units) {
+        index = static_cast<int>(unit * kClusterSize + rank);
+        row = index;
       }
-      unit = __shfl_sync(0xffffffffu, unit, 0);
-    } else {
-      if (!wait_cluster(c, &sh.claim_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 30 + s)) break;
-      unit = sh.claim[s];
-      if (c.lane < kNumPages) pid = sh.claim_pid[s][c.lane];
-    }
-    if (!g.global_queue) {
-      if (iter < g.waves) {
-        row = static_cast<long long>(iter) * g.num_ctas + blockIdx.x;
-        index = static_cast<int>(row);
-      }
-    } else if (unit < units) {
-      index = static_cast<int>(unit * kClusterSize + rank);
-      row = index;
+      if (row >= 0) w0 = g.instructions[row * 64 + c.lane], w1 = g.instructions[row * 64 + c.lane + 32];
     }
     // [Note: one stage writer] the lanes load the instruction words, lane 0 writes the whole stage (words,
     // page ids, semaphore inits) and publishes it: the lane that arrives on inst_arrived made every write,
     // so the release / acquire edge to the workers covers them (compute-sanitizer racecheck does not
     // follow a __syncwarp from other writing lanes to one arriving lane).
     if (row >= 0) {
-      const i32* src = g.instructions + row * 64;
-      const i32 w0 = src[c.lane], w1 = src[c.lane + 32];
 #pragma unroll 1  // few registers: the controller shares the interpreter's register budget (no spills)
       for (int q = 0; q < 16; ++q) {  // words 4q..4q+3 sit in lanes 4q % 32 + 0..3, half q / 8
         const i32 wq = q < 8 ? w0 : w1;

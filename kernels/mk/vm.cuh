@@ -76,6 +76,11 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_RMS_DIRECT_STORE
 #define MK_RMS_DIRECT_STORE 0
 #endif
+// [Note: fetch ahead] (interpreter.cuh) 1 (default): the controller loads a per-SM table row's words
+// before it waits for the stage; 0: after (the A/B switch for benchmarks/timeline.py).
+#ifndef MK_FETCH_AHEAD
+#define MK_FETCH_AHEAD 1
+#endif
 
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
