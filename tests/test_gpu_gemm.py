@@ -458,7 +458,7 @@ def _swiglu_program(case):
 
 # ---- [Note: gemm multicast]: B multicast across the cluster pair ---------------------------------------
 
-KEV_FLAGS = 12  # kernels/mk/vm.cuh kEvFlags: Gemm sets bit 0 when its B boxes were multicast, bit 1 on the deep ring
+KEV_FLAGS = 12  # kernels/mk/vm.cuh kEvFlags: Gemm writes 1 when its B boxes were multicast
 
 
 def _gemm_flags_under(define, case, cluster, gemm_n, global_queue, monkeypatch, seeds=(3,)):
@@ -497,30 +497,6 @@ def test_gemm_multicast_engages(case, cluster, want, global_queue, monkeypatch):
         pytest.skip("needs a Hopper GPU and the GPU runtime")
     flags = _gemm_flags_under("MK_GEMM_MULTICAST=1", case, cluster, 256, global_queue, monkeypatch)
     assert ((flags == 1).all() if want == "all" else (flags == 0).all()), flags.tolist()
-
-
-# ---- [Note: gemm deep narrow ring]: 6 one-page stages for tiles of <= 128 columns ----------------------
-
-@pytest.mark.parametrize("global_queue", [False, True])
-@pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("case", ["mm_2048", "mm_m100_k320", "mm_ragged_k_300x520x200", "gemm_chain",
-                                  "bmm_4x1000x256x768", "sliced_k"])
-def test_gemm_deep_narrow_ring(case, cluster, global_queue, monkeypatch):
-    """With MK_GEMM_DEEP_NARROW=1 (off by default) every 128-wide tile runs the 6-stage ring (timeline flag
-    bit 1): the ring wraps (K 2048: 32 k-tiles), a K tail is zeroed in the stage page (sliced_k), one or two
-    k-tiles leave stages unused (K 64-200), chained Gemms hand pages over; outputs match fp32."""
-    if not _gpu_ok():
-        pytest.skip("needs a Hopper GPU and the GPU runtime")
-    flags = _gemm_flags_under("MK_GEMM_DEEP_NARROW=1", case, cluster, 128, global_queue, monkeypatch, seeds=(1, 2))
-    assert ((flags & 2) == 2).all(), flags.tolist()
-
-
-@pytest.mark.parametrize("combo", range(len(FLAG_COMBOS)))
-def test_gemm_deep_narrow_exactly_right(combo, monkeypatch):
-    """test_gemm_flags_exactly_right's integer cases (every ta / tb / bias, ragged M / N / K) on the deep
-    narrow ring."""
-    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_DEEP_NARROW=1")
-    test_gemm_flags_exactly_right(combo, 128)
 
 
 # ---- split-K chains (src/schedule/phase0_split_k.cpp): late bias barriers on the device -------------

@@ -291,17 +291,6 @@ def test_rms_norm_row_pages(shape, weighted, pages, global_queue):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("global_queue", [False, True])
-@pytest.mark.parametrize("case", ["rms_2048", "rms_4096_ragged", "rms_odd_cols", "rms_two_weights", "chain"])
-def test_rms_norm_direct_store(case, global_queue, cluster, monkeypatch):
-    """MK_RMS_DIRECT_STORE=1 (rms_norm.cuh [Note: rms direct store], off by default): the consumers store
-    the rows themselves (rms_odd_cols keeps the page path); outputs match eager."""
-    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_RMS_DIRECT_STORE=1")  # part of the source: its own kernel
-    _check_vs_eager(case, global_queue, cluster, fuse=True)
-
-
-@pytest.mark.gpu
 def test_planted_deadlock_raises_and_context_survives():
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")

@@ -63,19 +63,6 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
 #endif
-// [Note: gemm deep narrow ring] 1: Gemm tiles of <= 128 columns (not swiglu) run 6 stages of 32 KB, one
-// page each (A 128x64 then B 64x128), instead of 4 stages of the wide layout: more k-tiles in flight for
-// the latency-bound small tiles (0.64 us per 128x128x64 step, benchmarks/notes.md "Session 8"). 0
-// (default): off. Not measured on a GPU yet.
-#ifndef MK_GEMM_DEEP_NARROW
-#define MK_GEMM_DEEP_NARROW 0
-#endif
-// [Note: rms direct store] 1: RMSNorm consumers write their normalised rows straight to global memory
-// (16-byte stores; rows whose output is not 16-byte aligned keep the page + bulk store path), so the row
-// pages are free once computed, not once the stores have read them. 0 (default): off. Not measured yet.
-#ifndef MK_RMS_DIRECT_STORE
-#define MK_RMS_DIRECT_STORE 0
-#endif
 // [Note: fetch ahead] (interpreter.cuh) 1 (default): the controller loads a per-SM table row's words
 // before it waits for the stage; 0: after (the A/B switch for benchmarks/timeline.py).
 #ifndef MK_FETCH_AHEAD

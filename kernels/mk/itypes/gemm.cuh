@@ -24,12 +24,6 @@
 // pages in the order their last k-tile drains, the epilogue pages last; so the next instruction's
 // first loads land in the pages that free up first, while this one is still in its epilogue.
 //
-// [Note: gemm deep narrow ring] Under MK_GEMM_DEEP_NARROW (kernels/mk/vm.cuh), a tile of <= 128 columns
-// (not swiglu) runs 6 stages instead: stage s is lid s, A (two 64x64 boxes) at offset 0 and B (two
-// boxes) at 16 KB; lid 6 is warpgroup 0's epilogue, warpgroup 1 stages its epilogue in the last k-tile's
-// stage page. A k-tile's stage is kt % 6, its phase parity (kt / 6) & 1 (stage_of / use_of). The narrow
-// tiles' k-step is latency bound (benchmarks/notes.md "Session 8"), so 5 stages in flight instead of 3.
-//
 // [Note: wgmma descriptors] (PTX "matrix descriptor"; layout type 1 = 128-byte swizzle; units of 16 B
 // below are written in bytes). TMA with CU_TENSOR_MAP_SWIZZLE_128B writes a 64-column bf16 box as
 // rows of 128 B, row r at r*128, its 16-byte chunk j at chunk j ^ (r % 8); every box starts 1024-byte
@@ -111,21 +105,15 @@ struct GemmT {
   static_assert(!(SWIGLU && ACT != Unary::identity), "the swiglu Gemm has no activation");
   static_assert(!kUnaryHasK<ACT>, "an activation without a constant");
   static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
-  // [Note: gemm deep narrow ring] (MK_GEMM_DEEP_NARROW, kernels/mk/vm.cuh): tiles of <= 128 columns may
-  // run kDeepStages stages instead, stage s = page s (A at 0, B at kDeepBOffset).
-  static constexpr bool kDeepNarrow = MK_GEMM_DEEP_NARROW != 0 && !SWIGLU;
-  static constexpr int kDeepStages = 6, kMaxStages = kDeepNarrow ? kDeepStages : kStages;
-  static constexpr int kDeepBOffset = 2 * kBoxBytes;
   static constexpr int kEpiLid = 6;
   // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows(+pair) n_cols K
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
-  // Semaphores: full[S] (TMA bytes), empty[S] (8 consumer warps), fixed (K tail zeroed), staged[2]
+  // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
   // (the 4 warps of a warpgroup wrote their epilogue), issued (the loader issued every k-tile).
-  // ready[4] (the peer's stage page is free, [Note: gemm multicast]). S = kMaxStages.
-  static constexpr int kFull = 0, kEmpty = kMaxStages, kFixed = 2 * kMaxStages, kStaged = kFixed + 1,
-                       kIssued = kFixed + 3, kReady = kFixed + 4;
-  static constexpr int num_semaphores = kReady + kStages;
+  // ready[4] (the peer's stage page is free, [Note: gemm multicast]).
+  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12;
+  static constexpr int num_semaphores = 16;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmpty && i < kFixed) ? kConsumerWarps * kClusterSize : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
@@ -133,8 +121,6 @@ struct GemmT {
   struct Dims {
     int m_rows, n_cols, K, nk, last;  // nk k-tiles; last = stage of the last k-tile (0 when nk = 0)
     bool pair;                        // both ranks of the cluster tile have rows (word 12, bit 16)
-    bool deep;                        // the deep narrow ring: S = kDeepStages stages, one page each
-    int S;                            // stages in the ring
   };
   static __device__ __forceinline__ Dims dims(const i32* idx) {
     Dims d;
@@ -143,27 +129,16 @@ struct GemmT {
     d.n_cols = idx[kNCols];
     d.K = idx[kK];
     d.nk = (d.K + kBK - 1) / kBK;
-    d.deep = kDeepNarrow && d.n_cols <= 128;
-    d.S = d.deep ? kDeepStages : kStages;
-    d.last = d.nk > 0 ? (d.deep ? (d.nk - 1) % kDeepStages : (d.nk - 1) % kStages) : 0;
+    d.last = d.nk > 0 ? (d.nk - 1) % kStages : 0;
     return d;
   }
-  // Stage s: A at page a_lid + a_offset, B at page b_lid + b_offset. Wide ring ([Note: gemm pages]): A
-  // pages hold two stages; deep ring: one page per stage.
-  static __device__ __forceinline__ int a_lid(int s, const Dims& d) { return d.deep ? s : s < 2 ? 0 : 3; }
-  static __device__ __forceinline__ int b_lid(int s, const Dims& d) { return d.deep ? s : s < 2 ? s + 1 : s + 2; }
-  static __device__ __forceinline__ int a_offset(int s, const Dims& d) { return d.deep ? 0 : (s & 1) * 2 * kBoxBytes; }
-  static __device__ __forceinline__ int b_offset(const Dims& d) { return d.deep ? kDeepBOffset : 0; }
-  // Warpgroup 1's epilogue page: the B page of the last k-tile's stage (the whole stage page, deep ring).
-  static __device__ __forceinline__ int epi1_lid(const Dims& d) { return b_lid(d.last, d); }
-  // K-tile kt's stage and how many times the ring went round before it (its phase parity is use & 1).
-  static __device__ __forceinline__ int stage_of(int kt, const Dims& d) { return d.deep ? kt % kDeepStages : kt & 3; }
-  static __device__ __forceinline__ int use_of(int kt, const Dims& d) { return d.deep ? kt / kDeepStages : kt >> 2; }
-  // The last k-tile that uses stage s of an S-stage ring, -1 if none.
-  static __device__ __forceinline__ int last_use(int s, int nk, int S) { return s < nk ? nk - 1 - (nk - 1 - s) % S : -1; }
+  static __device__ __forceinline__ int a_lid(int s) { return s < 2 ? 0 : 3; }
+  static __device__ __forceinline__ int b_lid(int s) { return s < 2 ? s + 1 : s + 2; }
+  static __device__ __forceinline__ int a_offset(int s) { return (s & 1) * 2 * kBoxBytes; }
+  // The last k-tile that uses stage s, -1 if none.
+  static __device__ __forceinline__ int last_use(int s, int nk) { return s < nk ? nk - 1 - (nk - 1 - s) % kStages : -1; }
   // Whether lid (0-5) holds a stage this instruction loads into (or the epilogue's B page).
   static __device__ __forceinline__ bool lid_used(int lid, const Dims& d) {
-    if (d.deep) return lid < d.nk || lid == d.last;
     if (lid == 0) return d.nk >= 1;
     if (lid == 3) return d.nk >= 3;
     const int s = lid < 3 ? lid - 1 : lid - 2;
@@ -173,7 +148,7 @@ struct GemmT {
   // [Note: gemm multicast] Whether the pair multicasts B: both ranks have rows (the host's pair bit), and
   // the CTAs' pages coincide ([Note: cluster page renaming]).
   static __device__ __forceinline__ bool multicast(const Dims& d) {
-    return kClusterSize > 1 && MK_GEMM_MULTICAST && d.pair && d.m_rows > 0 && d.nk > 0 && !d.deep;
+    return kClusterSize > 1 && MK_GEMM_MULTICAST && d.pair && d.m_rows > 0 && d.nk > 0;
   }
   // Consumer warp, lane 0: stage s consumed (both CTAs' copies when multicasting).
   static __device__ __forceinline__ void release_stage(Ctx& c, int s, bool mc) {
@@ -192,13 +167,9 @@ struct GemmT {
     if (d.m_rows <= 0) return q;  // the loader releases every page at once
     // Release time of each lid; ties keep lid order.
     int key[kNumPages];
-    if (d.deep) {
-      for (int s = 0; s < kDeepStages; ++s) key[s] = s == d.last ? 1 << 20 : last_use(s, d.nk, kDeepStages);
-    } else {
-      for (int s = 0; s < kStages; ++s) key[b_lid(s, d)] = s == d.last ? 1 << 20 : last_use(s, d.nk, kStages);
-      key[0] = max(last_use(0, d.nk, kStages), last_use(1, d.nk, kStages));
-      key[3] = max(last_use(2, d.nk, kStages), last_use(3, d.nk, kStages));
-    }
+    for (int s = 0; s < kStages; ++s) key[b_lid(s)] = s == d.last ? 1 << 20 : last_use(s, d.nk);
+    key[0] = max(last_use(0, d.nk), last_use(1, d.nk));
+    key[3] = max(last_use(2, d.nk), last_use(3, d.nk));
     key[kEpiLid] = (1 << 20) + 1;
     for (int lid = 0; lid < kNumPages; ++lid) {
       int rank = 0;
@@ -254,7 +225,7 @@ struct GemmT {
     if (!wait_early_inputs(c)) return;  // A, B (and B2); the bias is a late input
 
     const bool mc = multicast(d);
-    mark(c, kEvFlags, (mc ? 1 : 0) | (d.deep ? 2 : 0));  // timeline flags: B multicast, deep narrow ring
+    mark(c, kEvFlags, mc ? 1 : 0);
     const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
     const int na = d.m_rows > kBox ? 2 : 1;
     const int nb = (d.n_cols + kBox - 1) / kBox;  // boxes of B (and as many of B2 for SWIGLU)
@@ -265,24 +236,23 @@ struct GemmT {
       const i32* a = idx + kA;
       const i32* b = idx + kB;
       for (int kt = 0; kt < d.nk && ok; ++kt) {
-        const int s = stage_of(kt, d);
-        if (kt < d.S) {
-          if (d.deep) ok = page_wait_lane(c, s);
-          else if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s, d));
-          if (ok && !d.deep) ok = page_wait_lane(c, b_lid(s, d));
+        const int s = kt & 3;
+        if (kt < kStages) {
+          if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s));
+          if (ok) ok = page_wait_lane(c, b_lid(s));
           if (ok && mc) {  // both CTAs' stage-s pages are free before either multicasts into them
             ptx::mbarrier_arrive_cluster(c.sem(kReady + s), rank ^ 1u);
             ok = wait_lane<true>(c, c.sem(kReady + s), 0u, 3, 220 + s);
           }
         } else {
-          ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((use_of(kt, d) - 1) & 1), 3, 200 + s);
+          ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
         }
         if (!ok) break;
         (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                    cuda::ptx::space_shared, c.sem(kFull + s),
                                                    static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes));
-        unsigned char* pa = c.page(a_lid(s, d)) + a_offset(s, d);
-        unsigned char* pb = c.page(b_lid(s, d)) + b_offset(d);
+        unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
+        unsigned char* pb = c.page(b_lid(s));
         // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed.
         for (int h = 0; h < na; ++h) {
           const i32 coords[4] = {TA ? a[3] + h * kBox : a[3] + kt * kBK, TA ? a[2] + kt * kBK : a[2] + h * kBox,
@@ -316,13 +286,13 @@ struct GemmT {
 
     if (needs_fix(c, d)) {  // zero K [kr, 64) of the last k-tile's A and B tiles
       const int s = d.last, kr = d.K - (d.nk - 1) * kBK;
-      if (!wait(c, c.sem(kFull + s), static_cast<u32>(use_of(d.nk - 1, d) & 1))) return;
-      unsigned char* pa = c.page(a_lid(s, d)) + a_offset(s, d);
+      if (!wait(c, c.sem(kFull + s), static_cast<u32>(((d.nk - 1) >> 2) & 1))) return;
+      unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
       if (TA) zero_k_rows(pa, 2, kr, c.lane);
       else zero_k_cols(pa, kBM, kr, c.lane);
-      unsigned char* pb = c.page(b_lid(s, d)) + b_offset(d);  // the deep ring's B is 2 boxes (128 columns)
-      if (TB) zero_k_cols(pb, d.deep ? 2 * kBox : kBN, kr, c.lane);
-      else zero_k_rows(pb, d.deep ? 2 : 4, kr, c.lane);
+      unsigned char* pb = c.page(b_lid(s));
+      if (TB) zero_k_cols(pb, kBN, kr, c.lane);
+      else zero_k_rows(pb, 4, kr, c.lane);
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // wgmma reads through the async proxy
       __syncwarp();
       if (c.lane == 0) arrive(c.sem(kFixed));
@@ -334,11 +304,11 @@ struct GemmT {
   // After `issued` each empty[s] is at most one phase behind its last use, so the parity waits are exact.
   static __device__ bool drain(Ctx& c, const Dims& d) {
     if (!wait_lane(c, c.sem(kIssued), 0, 3, 211)) return false;
-    for (int kt = d.nk > d.S ? d.nk - d.S : 0; kt < d.nk; ++kt) {
-      const int s = stage_of(kt, d);
-      if (!wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(use_of(kt, d) & 1), 3, 200 + s)) return false;
-      if (s != d.last) page_finish(c, b_lid(s, d));  // deep ring: the stage's one page
-      if (!d.deep && last_use(s ^ 1, d.nk, kStages) < kt) page_finish(c, a_lid(s, d));
+    for (int kt = d.nk > kStages ? d.nk - kStages : 0; kt < d.nk; ++kt) {
+      const int s = kt & 3;
+      if (!wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s)) return false;
+      if (s != d.last) page_finish(c, b_lid(s));
+      if (last_use(s ^ 1, d.nk) < kt) page_finish(c, a_lid(s));
     }
     return true;
   }
@@ -403,16 +373,16 @@ struct GemmT {
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
 
     for (int kt = 0; kt < d.nk; ++kt) {
-      const int s = stage_of(kt, d);
+      const int s = kt & 3;
       const bool last_fixed = kt == d.nk - 1 && fix;
-      const u32 parity = last_fixed ? 0u : static_cast<u32>(use_of(kt, d) & 1);
+      const u32 parity = last_fixed ? 0u : static_cast<u32>((kt >> 2) & 1);
       const int sem = last_fixed ? kFixed : kFull + s;
       if (!mma_wait(c, c.sem(sem), parity, sem)) return;
       if (kt == 0 && c.warp == 0) mark(c, kEvFirstFull);
       {  // both warpgroups issue even when warpgroup 1 has no rows (m_rows <= 64): it then multiplies
          // stale shared memory into rows nobody stores, since a branch here serializes the wgmma (C7518)
-        const u32 a0 = ptx::smem_addr(c.page(a_lid(s, d)) + a_offset(s, d) + wg * kBoxBytes);
-        const u32 b0 = ptx::smem_addr(c.page(b_lid(s, d)) + b_offset(d));
+        const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);
+        const u32 b0 = ptx::smem_addr(c.page(b_lid(s)));
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
         ptx::wgmma_fence();
@@ -428,7 +398,7 @@ struct GemmT {
       }
       if (kEarly || kt > 0) {
         __syncwarp();
-        if (c.lane == 0) release_stage(c, kEarly ? s : stage_of(kt - 1, d), mc);
+        if (c.lane == 0) release_stage(c, kEarly ? s : (kt - 1) & 3, mc);
       }
     }
     {
@@ -455,11 +425,11 @@ struct GemmT {
       out = c.page(kEpiLid);
     } else {
       if (d.nk > 0) {
-        if (!wait(c, c.sem(kEmpty + d.last), static_cast<u32>(use_of(d.nk - 1, d) & 1))) return;
-      } else if (!page_wait(c, b_lid(0, d))) {  // K = 0: last = 0
+        if (!wait(c, c.sem(kEmpty + d.last), static_cast<u32>(((d.nk - 1) >> 2) & 1))) return;
+      } else if (!page_wait(c, b_lid(0))) {
         return;
       }
-      out = c.page(epi1_lid(d));
+      out = c.page(b_lid(d.last));
     }
     // Thread (warp w, lane l) holds rows 16w + l/4 (+8) and columns 8i + 2(l%4) (+1), i < N/8: box
     // i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4 (conflict-free: the 8 rows of a
@@ -511,7 +481,7 @@ struct GemmT {
       for (int wg = 0; wg < 2 && wg * kBox < d.m_rows; ++wg) {
         if (!wait(c, c.sem(kStaged + wg), 0)) return;
         if (c.lane == 0) {
-          unsigned char* src = wg == 0 ? c.page(kEpiLid) : c.page(epi1_lid(d));
+          unsigned char* src = wg == 0 ? c.page(kEpiLid) : c.page(b_lid(d.last));
           for (int j = 0; j < nb; ++j) {
             const i32 coords[4] = {o[3] + j * kBox, o[2] + wg * kBox, o[1], o[0]};
             cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, dmap, coords,
@@ -525,10 +495,10 @@ struct GemmT {
         cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
         // Both epilogue pages were waited by their writers (or the loader); wait again so that a page
         // no warpgroup wrote (m_rows <= 64, K = 0) is still released exactly once after its wait.
-        ok = page_wait_lane(c, kEpiLid) && page_wait_lane(c, epi1_lid(d));
+        ok = page_wait_lane(c, kEpiLid) && page_wait_lane(c, b_lid(d.last));
         if (ok) {
           page_finish(c, kEpiLid);
-          page_finish(c, epi1_lid(d));
+          page_finish(c, b_lid(d.last));
         }
       }
       if (!warp_ok(c, ok)) return;

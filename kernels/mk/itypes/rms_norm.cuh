@@ -174,11 +174,6 @@ struct RMSNorm {
 #endif
   }
 
-  // [Note: rms direct store] whether the consumers store this instruction's rows themselves.
-  static __device__ __forceinline__ bool direct(const Ctx& c, const i32* idx) {
-    return MK_RMS_DIRECT_STORE && idx[13] % 8 == 0 && bulk_ok(c.slot(c.dst_slot(0)), idx[7], idx[13]);
-  }
-
   // Each warp waits for the page of its next row only ([Note: rms page pipeline]) and for the weight.
   static __device__ void compute(Ctx& c) {
     const i32* idx = c.idx();
@@ -186,19 +181,6 @@ struct RMSNorm {
     const Rows rw(c, C);
     const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
     const bool vec = (C % 8) == 0;
-#if MK_RMS_DIRECT_STORE  // (preprocessor: the default build's code stays exactly as measured)
-    // Direct stores overwrite y: wait for the readers of its previous contents (the storer's reuse wait
-    // does not order these warps' stores).
-    const bool dir = direct(c, idx);
-    if (dir && !wait_reuse(c)) return;
-    uint4* ydst = nullptr;
-    long long ystride = 0;
-    if (dir) {
-      const SlotDesc& y = c.slot(c.dst_slot(0));
-      ydst = reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(y.ptr) + elem_offset(y, idx[4], idx[5], idx[6], idx[7]));
-      ystride = y.dims[3] / 8;
-    }
-#endif
     int loaded = -1;  // row pages this warp has waited for: [0, loaded]
     if (P::has_weight && c.warp < rows && !wait(c, c.sem(kWeightLoaded), 0)) return;
     for (int r = c.warp; r < rows; r += kConsumerWarps) {
@@ -241,10 +223,6 @@ struct RMSNorm {
             if constexpr (P::has_weight) g = __bfloat1622float2(wh[k]);
             h[k] = __floats2bfloat162_rn(f.x * inv * g.x, f.y * inv * g.y);
           }
-#if MK_RMS_DIRECT_STORE
-          if (dir) ydst[r * ystride + j] = v;
-          else
-#endif
           reinterpret_cast<uint4*>(row)[j] = v;
         }
       } else {
@@ -254,10 +232,6 @@ struct RMSNorm {
         }
       }
     }
-#if MK_RMS_DIRECT_STORE
-    if (dir) __threadfence();  // as the storer's generic path: the writes before the barrier release
-    else
-#endif
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this page
     arrive(c.sem(kComputed));
   }
@@ -272,17 +246,6 @@ struct RMSNorm {
 #endif
     // The instruction words, once: row loops below use registers only.
     const i32* idx = c.idx();
-#if MK_RMS_DIRECT_STORE
-    if (direct(c, idx)) {  // the consumers stored the rows: their global writes happen before this
-      if (c.lane == 0) {   // warp's release of the dst barriers (release is cumulative)
-        for (int lid = 0, np = row_pages(idx); lid < np; ++lid) page_finish(c, lid);
-#ifdef MK_SAFE_PAGES
-        if (P::has_weight) page_finish(c, kWeightLid);
-#endif
-      }
-      return store_done(c);
-    }
-#endif
     const int b = idx[4], d = idx[5], r0 = idx[6], col0 = idx[7], rows = idx[12], C = idx[13];
     const Rows rw(c, C);
     const SlotDesc& y = c.slot(c.dst_slot(0));
