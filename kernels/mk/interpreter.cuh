@@ -182,14 +182,10 @@ __device__ void worker(Ctx& c) {
     if (c.st->index < 0) break;
     c.index = c.st->index;
     c.finished_early = false;
-    // [Note: two storers] (vm.cuh): warp 10 stores the even iterations, warp 11 the odd ones.
-    const bool mine = !cuda::std::is_same_v<Role, StorerRole> || !MK_TWO_STORERS || (iter & 1) == c.warp - kStorerWarp;
-    const bool marks = mine && Role::begin >= 0 && (c.warp == 0 || c.warp >= kConsumerWarps);
+    const bool marks = Role::begin >= 0 && (c.warp == 0 || c.warp >= kConsumerWarps);
     if (marks) mark(c, Role::begin);
-    if (mine) {
-      RunRoleFn<Role> f{&c};
-      V::visit(c.icode(), f);
-    }
+    RunRoleFn<Role> f{&c};
+    V::visit(c.icode(), f);
     if (c.aborted) break;
     if (marks) mark(c, Role::end);
     __syncwarp();
@@ -218,7 +214,7 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
     // Page tokens start free: initialise, then arrive once (seed §08 step 4).
     for (int p = 0; p < kNumPages; ++p) cuda::ptx::mbarrier_init(&sh.page_finished[p], 1);
     for (int p = 0; p < kNumPages; ++p) arrive(&sh.page_finished[p]);
-    for (int w = 0; w < kMapFenceWords; ++w) sh.map_fenced[0][w] = sh.map_fenced[1][w] = sh.map_fenced[2][w] = 0;
+    for (int w = 0; w < kMapFenceWords; ++w) sh.map_fenced[0][w] = sh.map_fenced[1][w] = 0;
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
   if constexpr (kClusterSize > 1) {
@@ -238,7 +234,7 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
     if constexpr (MK_CONSUMER_REGS > 0) ptx::setmaxnreg_dec<MK_OTHER_REGS>();
     if (warp == kControllerWarp) controller<V>(c);
     else if (warp == kLoaderWarp) worker<V, LoaderRole>(c);
-    else if (warp == kStorerWarp || (MK_TWO_STORERS && warp == kSpareWarp)) worker<V, StorerRole>(c);
+    else if (warp == kStorerWarp) worker<V, StorerRole>(c);
     else worker<V, SpareRole>(c);
   }
 

@@ -5,7 +5,6 @@
 #pragma once
 #include <cuda/ptx>
 #include <cuda/std/cstdint>
-#include <cuda/std/type_traits>
 
 namespace mk::ptx {
 

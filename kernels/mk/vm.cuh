@@ -63,13 +63,6 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
 #endif
-// [Note: two storers] 1 (default): warps 10 and 11 store alternate instructions (10 the even iterations,
-// 11 the odd ones). A storer releases an instruction's dst barriers only once its bulk stores have
-// completed (release_dst), so a single storer could not issue instruction i + 1's stores until i's had
-// reached global memory; two overlap them. 0: warp 10 stores every instruction, warp 11 idles.
-#ifndef MK_TWO_STORERS
-#define MK_TWO_STORERS 1
-#endif
 // [Note: fetch ahead] (interpreter.cuh) 1 (default): the controller loads a per-SM table row's words
 // before it waits for the stage; 0: after (the A/B switch for benchmarks/timeline.py).
 #ifndef MK_FETCH_AHEAD
@@ -172,7 +165,7 @@ struct Shared {
   u64 claim_arrived[2];    // cluster 2: rank 0 forwards its claim (global queue) and its page renaming
   u32 claim[2];
   i32 claim_pid[2][8];     // [Note: cluster page renaming]
-  u32 map_fenced[3][kMapFenceWords];  // MK_MAPS_IN_GLOBAL: maps the loader (0) / storer lanes (1, 2) fenced
+  u32 map_fenced[2][kMapFenceWords];  // MK_MAPS_IN_GLOBAL: maps the loader (0) / storer (1) lane fenced
 };
 // 227 KB of shared memory per block on sm_90 (CUDA C++ Programming Guide, compute capability 9.0 table).
 static_assert(sizeof(Shared) + kDynamicSmem <= 232448, "static + dynamic shared memory exceeds 227 KB");
@@ -208,13 +201,13 @@ struct Ctx {
   __device__ unsigned char* page(int lid) const { return pages + st->pid[lid] * kPageBytes; }
   __device__ u64* sem(int i) const { return &st->sems[i]; }
   // The slot's 128x128 tile map, and its k-th 64x64 swizzled map. TMA is issued by lane 0 of the loader
-  // or a storer warp only: that lane owns its warp's fence bitmask (other lanes get the address unfenced).
+  // or storer warp only: that lane owns its role's fence bitmask (other lanes get the address unfenced).
   __device__ const TensorMap* map(int slot) const { return tensor_map(slot); }
   __device__ const TensorMap* xmap(int slot, int k = 0) const { return tensor_map(MK_NUM_SLOTS + g->slots[slot].xmap + k); }
   __device__ const TensorMap* tensor_map(int i) const {
 #if MK_MAPS_IN_GLOBAL
     const TensorMap* m = reinterpret_cast<const TensorMap*>(g->c.maps) + i;
-    u32& word = sh->map_fenced[warp - kLoaderWarp][i / 32];
+    u32& word = sh->map_fenced[warp == kLoaderWarp ? 0 : 1][i / 32];
     if (lane == 0 && !(word & (1u << (i % 32)))) {
       cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys, m, cuda::ptx::n32_t<128>{});
       word |= 1u << (i % 32);

@@ -4,17 +4,10 @@
 // lid 3 the same way (L2-resident, so the extra copy costs no HBM traffic). Warp w normalises rows
 // w, w+8, ... in fp32 in place. The host sizes `rows` (src/itypes/rms_norm.cpp, profile.rms_norm_pages).
 // [Note: page release order] three unused lids first, then the weight (lid 3; the storer frees it once
-// the rows are computed), then the rest of the unused lids, the row pages last, in lid order (each freed
-// once its stores have read it). The next instruction's rows land in pages that were free already; with
-// np row pages per instruction the row pages rotate through 7 - 1 = 6 pages, so instruction i's loads
-// wait for the stores of instruction i - 6 / np (np = 3: i - 2; np = 2: i - 3), and the weight stays in
-// one page.
-// [Note: rms page pipeline] every row page has its own loaded semaphore and is finished on its own:
-// the loader waits for row page k and issues its rows before it waits for page k + 1, the consumers
-// wait only for the page of the row they normalise, and the storer commits each page's stores as one
-// bulk group and finishes the page once that group has read it. Since lid k of instruction i + 6 / np
-// is lid k of instruction i, the loads of the later instruction start page by page as the earlier
-// one's stores drain (the elementwise ITypes' tile pipeline, elementwise.cuh).
+// the rows are computed), then the rest of the unused lids, the row pages last (freed after their stores
+// have read them). The next instruction's rows land in pages that were free already; with np row pages
+// per instruction the row pages rotate through 7 - 1 = 6 pages, so instruction i's loads wait for the
+// stores of instruction i - 6 / np (np = 3: i - 2; np = 2: i - 3), and the weight stays in one page.
 // Page phases: [Note: page phases] in elementwise.cuh.
 #pragma once
 #include "mk/itypes/elementwise.cuh"
@@ -24,15 +17,14 @@ namespace mk {
 // P: struct { static constexpr float eps; static constexpr bool has_weight; }
 template <class P>
 struct RMSNorm {
-  // Rows loaded, one per row page (bytes + the 32 loader lanes), computed (every consumer lane), weight
-  // loaded (bytes + the 32 loader lanes): the weight has its own semaphore so that an abort while the
-  // loader waits for the weight's page leaves only complete phases to drain. Every lane that wrote shared
-  // memory arrives itself (generic row copies, in-place normalisation): [Note: one stage writer] in
-  // interpreter.cuh.
-  static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
-  static constexpr int kRowsLoaded = 0, kComputed = kXPages, kWeightLoaded = kXPages + 1;
-  static constexpr int num_semaphores = kXPages + 2;
+  // rows loaded (bytes + the 32 loader lanes), computed (every consumer lane), weight loaded (bytes + the
+  // 32 loader lanes): the weight has its own semaphore so that an abort while the loader waits for the
+  // weight's page leaves only complete phases to drain. Every lane that wrote shared memory arrives
+  // itself (generic row copies, in-place normalisation): [Note: one stage writer] in interpreter.cuh.
+  static constexpr int kRowsLoaded = 0, kComputed = 1, kWeightLoaded = 2;
+  static constexpr int num_semaphores = 3;
   static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps * 32 : 32; }
+  static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
   static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
   // Row pages the instruction uses (index words 12 rows, 13 C): lids [0, np); lids [np, 3) are unused.
   static __device__ int row_pages(const i32* idx) {
@@ -47,7 +39,7 @@ struct RMSNorm {
     if (q < 3) return unused(q);
     if (q == 3) return kWeightLid;
     if (q < nu + 1) return unused(q - 1);
-    return q - (nu + 1);  // the row pages, in order ([Note: rms page pipeline])
+    return kNumPages - 1 - q;  // the row pages, last one first
   }
   // Loader: wait for and pass on at once the unused lids.
   static __device__ bool release_unused_lids(Ctx& c, int np) {
@@ -74,66 +66,52 @@ struct RMSNorm {
     return (C % 8) == 0 && (s.dims[3] % 8) == 0 && (col0 % 8) == 0 && (s.ptr % 16) == 0;
   }
 
-  // Loader, page p's n rows: announce the bulk bytes (no arrive) and copy, or copy by hand. Everything is
-  // re-derived from the instruction here, so that little stays live across the page waits (the loader
-  // has 72 registers).
-  static __device__ __forceinline__ void load_page(Ctx& c, int p, int n) {
-    const i32* idx = c.idx();
-    const int C = idx[13], rb = row_bytes(C), r = idx[2] + p * (kPageBytes / rb);
-    const SlotDesc& x = c.slot(c.src_slot(0));
-    const long long xs = x.dims[3];
-    const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, idx[0], idx[1], r, idx[3]);
-    unsigned char* page = c.page(p);
-    u64* sem = c.sem(kRowsLoaded + p);
-    if (bulk_ok(x, idx[3], C)) {
-      if (c.lane == 0)
-        cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared, sem,
-                                      static_cast<u32>(n * 2 * C));
-      __syncwarp();
-      for (int k = c.lane; k < n; k += 32)
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, page + k * rb, src + k * xs,
-                                 static_cast<u32>(2 * C), sem);
-    } else {
-      for (int k = 0; k < n; ++k) {
-        __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(page + k * rb);
-        for (int e = c.lane; e < C; e += 32) dr[e] = src[k * xs + e];
-      }
-    }
-  }
-
-  // Loader: row pages first, each waited for and filled in turn ([Note: rms page pipeline]), then the
-  // weight's page (the previous instruction's, free once its rows are computed), the weight copy, and
-  // the unused lids last (as Elementwise::load). Without a weight, its page is unused: passed on right
-  // after the wait.
+  // Loader: row pages first (free at once, release order), row copies, then the weight's page (the
+  // previous instruction's, free once its rows are computed), the weight copy, and the unused lids last
+  // (as Elementwise::load). Without a weight, its page is unused: passed on right after the wait.
   static __device__ void load(Ctx& c) {
     const int np = row_pages(c.idx());
 #ifdef MK_SAFE_ORDER
     if (!release_unused_lids(c, np)) return;
 #endif
     if (!wait_inputs(c)) return;
-    const i32* idx = c.idx();
-    const int C = idx[13], per_page = kPageBytes / row_bytes(C);
-#ifndef MK_EXP_RMS_NO_LOAD
-    const int rows = idx[12];
-#else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row loads
-    const int rows = 0;
-#endif
-    // Per row page: wait for it, then load_page; every lane arrives on each page's semaphore after its
-    // copies, so a phase cannot complete before they are done; an unused row lid's completes on the
-    // arrivals alone. On an abort every lane still arrives on every page's semaphore, so that the copies
-    // already issued can be drained.
     bool ok = true;
-#pragma unroll 1
-    for (int p = 0; p < kXPages; ++p) {
-      const int n = ok && p < np ? min(rows - p * per_page, per_page) : 0;  // rows in page p
-      if (n > 0) ok = warp_ok(c, c.lane != 0 || page_wait_lane(c, p));
-      if (ok && n > 0) load_page(c, p, n);
-      arrive(c.sem(kRowsLoaded + p));
+    if (c.lane == 0)
+      for (int lid = 0; lid < np && ok; ++lid) ok = page_wait_lane(c, lid);
+    if (!warp_ok(c, ok)) return;
+    const i32* idx = c.idx();
+    const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], C = idx[13];
+    int rows = idx[12];
+    const Rows rw(c, C);
+    const SlotDesc& x = c.slot(c.src_slot(0));
+    const __nv_bfloat16* xp = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, b, d, r0, col0);
+#ifndef MK_EXP_RMS_NO_LOAD
+    const bool xbulk = bulk_ok(x, col0, C);
+#else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row loads
+    const bool xbulk = false;
+    rows = 0;
+#endif
+    // Announce the bulk bytes (no arrive), copy, then every lane arrives after its copies, so the phase
+    // cannot complete before they are done.
+    if (c.lane == 0 && xbulk)
+      cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                    c.sem(kRowsLoaded), static_cast<u32>(rows * 2 * C));
+    __syncwarp();
+    if (xbulk) {
+      for (int r = c.lane; r < rows; r += 32)
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, rw.at(r),
+                                 xp + static_cast<long long>(r) * x.dims[3],
+                                 static_cast<u32>(2 * C), c.sem(kRowsLoaded));
+    } else {
+      for (int r = 0; r < rows; ++r) {
+        __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+        for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
+      }
     }
-    if (ok) ok = warp_ok(c, c.lane != 0 || page_wait_lane(c, kWeightLid));
-    if (!ok) {
-      if (c.lane == 0)
-        for (int p = 0; p < kXPages; ++p) drain_loads(c.sem(kRowsLoaded + p));
+    arrive(c.sem(kRowsLoaded));
+    ok = c.lane != 0 || page_wait_lane(c, kWeightLid);
+    if (!warp_ok(c, ok)) {
+      if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
       return;
     }
     if constexpr (P::has_weight) {
@@ -168,24 +146,22 @@ struct RMSNorm {
     }
 #ifndef MK_SAFE_ORDER
     if (!release_unused_lids(c, np) && c.lane == 0) {
-      for (int p = 0; p < kXPages; ++p) drain_loads(c.sem(kRowsLoaded + p));
+      drain_loads(c.sem(kRowsLoaded));
       if constexpr (P::has_weight) drain_loads(c.sem(kWeightLoaded));
     }
 #endif
   }
 
-  // Each warp waits for the page of its next row only ([Note: rms page pipeline]) and for the weight.
   static __device__ void compute(Ctx& c) {
+    if (!wait(c, c.sem(kRowsLoaded), 0)) return;
+    if constexpr (P::has_weight)
+      if (!wait(c, c.sem(kWeightLoaded), 0)) return;
     const i32* idx = c.idx();
     const int rows = idx[12], C = idx[13];
     const Rows rw(c, C);
     const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
     const bool vec = (C % 8) == 0;
-    int loaded = -1;  // row pages this warp has waited for: [0, loaded]
-    if (P::has_weight && c.warp < rows && !wait(c, c.sem(kWeightLoaded), 0)) return;
     for (int r = c.warp; r < rows; r += kConsumerWarps) {
-      for (; loaded < r / rw.per_page; ++loaded)
-        if (!wait(c, c.sem(kRowsLoaded + loaded + 1), 0)) return;
       __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
       float ss = 0.f;
       if (vec) {
@@ -260,38 +236,28 @@ struct RMSNorm {
 #ifdef MK_SAFE_PAGES
     if (P::has_weight) finish |= static_cast<u32>(c.st->pid[kWeightLid]) << (4 * nfinish++);
 #endif
-    const auto finish_page = [&](int k) { arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]); };
 #ifndef MK_EXP_RMS_NO_STORE
     if (bulk_ok(y, col0, C)) {
 #else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row stores
     if (true) {
 #endif
-      // One bulk group per row page ([Note: rms page pipeline]).
-      for (int p = 0; p < np; ++p) {
-        for (int r = p * rw.per_page + c.lane; r < min(rows, (p + 1) * rw.per_page); r += 32)
+      for (int r = c.lane; r < rows; r += 32)
 #ifndef MK_EXP_RMS_NO_STORE
-          cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst + r * stride, rw.at(r),
-                                   static_cast<u32>(2 * C));
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst + r * stride, rw.at(r),
+                                 static_cast<u32>(2 * C));
 #else
-          (void)dst;
+        (void)dst;
 #endif
-        cuda::ptx::cp_async_bulk_commit_group();
-      }
+      cuda::ptx::cp_async_bulk_commit_group();
       // [Note: early hand-back] the stage goes back before the stores have read the rows: the controller
       // publishes instruction i + 2 now, whose loads need no page of this one unless the row pages
-      // rotate two-deep (np = 3); the row pages are finished from registers as their groups are read. A
-      // page's finishes stay in order: the next owner waits for this finish before it can finish the
-      // page itself.
+      // rotate two-deep (np = 3); the row pages are finished from registers once read. A page's finishes
+      // stay in order: the next owner waits for this finish before it can finish the page itself.
       const DstBarriers b = hand_back(c);
-      for (int p = 0; p < np; ++p) {  // groups still reading after page p's: np - 1 - p (<= 2)
-        if (np - 1 - p >= 2) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<2>{});
-        else if (np - 1 - p == 1) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
-        else cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
-        __syncwarp();
-        if (c.lane == 0) finish_page(p);
-      }
+      cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+      __syncwarp();
       if (c.lane == 0)
-        for (int k = np; k < nfinish; ++k) finish_page(k);  // MK_SAFE_PAGES: the weight's
+        for (int k = 0; k < nfinish; ++k) arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]);
       release_dst(c, b);
       return;
     }
@@ -302,7 +268,7 @@ struct RMSNorm {
     __threadfence();
     __syncwarp();
     if (c.lane == 0)
-      for (int k = 0; k < nfinish; ++k) finish_page(k);
+      for (int k = 0; k < nfinish; ++k) arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]);
     store_done(c);
   }
 };
