@@ -125,7 +125,7 @@ __device__ void controller(Ctx& c) {
     // so the release / acquire edge to the workers covers them (compute-sanitizer racecheck does not
     // follow a __syncwarp from other writing lanes to one arriving lane).
     if (row >= 0) {
-#pragma unroll 1  // few registers: the controller shares the interpreter's register budget (no spills)
+#pragma unroll 4  // 4 stores in flight, few registers (the full unroll spilled in test_nvrtc elementwise cases)
       for (int q = 0; q < 16; ++q) {  // words 4q..4q+3 sit in lanes 4q % 32 + 0..3, half q / 8
         const i32 wq = q < 8 ? w0 : w1;
         int4 v;
