@@ -61,18 +61,14 @@ __device__ void controller(Ctx& c) {
     Stage& st = sh.stages[s];
     c.st = &st;
     c.iter = iter;
-    // [Note: fetch ahead] the per-SM table's row is known before the stage is free: its words are
-    // loaded first, so their global round trip overlaps the wait for the stage instead of delaying the
-    // publish. The global queue claims after the wait (an early claim would hold work back from idle
+    // [Note: fetch ahead] the per-SM table's row (iter, cta) is known before the stage is free: its words
+    // are loaded first, so their global round trip overlaps the wait for the stage instead of delaying
+    // the publish. The global queue claims after the wait (an early claim would hold work back from idle
     // CTAs), and so does a cluster (rank 0's claim buffer is free again only after the wait).
-    constexpr bool kAhead = MK_FETCH_AHEAD && kClusterSize == 1;
-    int index = -1;
-    long long row = -1;
+    const bool ahead = MK_FETCH_AHEAD && kClusterSize == 1 && !g.global_queue;
+    long long row = !g.global_queue && iter < g.waves ? static_cast<long long>(iter) * g.num_ctas + blockIdx.x : -1;
     i32 w0 = 0, w1 = 0;
-    if (kAhead && !g.global_queue) {
-      if (iter < g.waves) row = static_cast<long long>(iter) * g.num_ctas + blockIdx.x, index = static_cast<int>(row);
-      if (row >= 0) w0 = g.instructions[row * 64 + c.lane], w1 = g.instructions[row * 64 + c.lane + 32];
-    }
+    if (ahead && row >= 0) w0 = g.instructions[row * 64 + c.lane], w1 = g.instructions[row * 64 + c.lane + 32];
     if (iter >= 2) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
       if (c.lane == 0)
@@ -87,9 +83,9 @@ __device__ void controller(Ctx& c) {
       V::visit(prev.inst[kWIcode], f);
       pid = prev.pid[f.result];
     }
-    // Fetch: per-SM table row (iter, cta), or the next claim of the global queue. Rank 0 of a cluster
-    // sends rank 1 its claim and its renaming ([Note: cluster page renaming]).
-    if (!kAhead || g.global_queue) {
+    // Fetch: the next claim of the global queue, or the per-SM row's words when not fetched ahead. Rank 0
+    // of a cluster sends rank 1 its claim and its renaming ([Note: cluster page renaming]).
+    if (!ahead) {
       u32 unit = 0;
       if (rank == 0) {
         if (g.global_queue && c.lane == 0) unit = atomicAdd(g.queue, 1u) - base;
@@ -109,17 +105,10 @@ __device__ void controller(Ctx& c) {
         unit = sh.claim[s];
         if (c.lane < kNumPages) pid = sh.claim_pid[s][c.lane];
       }
-      if (!g.global_queue) {
-        if (iter < g.waves) {
-          row = static_cast<long long>(iter) * g.num_ctas + blockIdx.x;
-          index = static_cast<int>(row);
-        }
-      } else if (unit < units) {
-        index = static_cast<int>(unit * kClusterSize + rank);
-        row = index;
-      }
+      if (g.global_queue && unit < units) row = unit * kClusterSize + rank;
       if (row >= 0) w0 = g.instructions[row * 64 + c.lane], w1 = g.instructions[row * 64 + c.lane + 32];
     }
+    const int index = static_cast<int>(row);  // -1: no more work
     // [Note: one stage writer] the lanes load the instruction words, lane 0 writes the whole stage (words,
     // page ids, semaphore inits) and publishes it: the lane that arrives on inst_arrived made every write,
     // so the release / acquire edge to the workers covers them (compute-sanitizer racecheck does not
