@@ -18,6 +18,9 @@ Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), ch
 seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one
 column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM) and k132 (132 wide tiles,
 K 16384: the step with every SM loading).
+A second line per case reads the per-SM intervals' tail: the mean interval (what the span pays; the median
+hides slow intervals), the phase medians of the instructions that close the slowest tenth of intervals next
+to those closing the faster half, and the spread of the SMs' finish times.
 Programs of at most 12 nodes also print one line per node: when its first instruction was published, its
 inputs were ready, its first compute began, its last compute ended and its last store completed, in us
 after the launch's first publish (the per-step hand-off latency of a dependent chain).
@@ -99,15 +102,41 @@ def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
         ok = (real[:, a] > 0) & (real[:, b] > 0)
         d = (real[ok, b] - real[ok, a]).clamp(min=0)
         parts.append(f"{label} {pct(d, .5):.2f}/{pct(d, .9):.2f}")
-    # Per-SM interval between consecutive instructions' ends.
-    gaps = []
-    for sm in real[:, SM].unique():
-        ends = real[real[:, SM] == sm][:, STORE_END].sort().values
-        if ends.numel() > 1:
-            gaps.append(ends[1:] - ends[:-1])
-    g = torch.cat(gaps) if gaps else torch.zeros(0, dtype=torch.int64)
+    g, closing = sm_intervals(real)
     print(f"{name:8s} {mode:6s} n={real.shape[0]:6d} launch {ms * 1e3:8.1f} us span {span:8.1f} us | per-SM interval {pct(g, .5):.2f}/"
           f"{pct(g, .9):.2f} | " + " | ".join(parts), flush=True)
+    if g.numel() > 10:
+        tail(real, g, closing, t0)
+
+
+def sm_intervals(real: torch.Tensor):
+    """Per-SM intervals between consecutive instructions' ends (ns), and the instruction closing each."""
+    gaps, closing = [], []
+    for sm in real[:, SM].unique():
+        r = real[real[:, SM] == sm]
+        r = r[r[:, STORE_END].argsort()]
+        if r.shape[0] > 1:
+            gaps.append(r[1:, STORE_END] - r[:-1, STORE_END])
+            closing.append(r[1:])
+    if not gaps:
+        return torch.zeros(0, dtype=torch.int64), real[:0]
+    return torch.cat(gaps), torch.cat(closing)
+
+
+def tail(real: torch.Tensor, g: torch.Tensor, closing: torch.Tensor, t0: int) -> None:
+    """Where the slow intervals go: the mean interval (what the span pays, unlike the median), the phases
+    of the instructions closing the slowest tenth of intervals against those closing the faster half, and
+    how far apart the SMs finish (us)."""
+    slow, fast = g >= torch.quantile(g.double(), .9), g <= torch.quantile(g.double(), .5)
+    parts = []
+    for label, a, b in PHASES[:7]:
+        d = (closing[:, b] - closing[:, a]).clamp(min=0)
+        d[(closing[:, a] <= 0) | (closing[:, b] <= 0)] = 0
+        parts.append(f"{label} {pct(d[slow], .5):.2f}/{pct(d[fast], .5):.2f}")
+    last = torch.stack([real[real[:, SM] == sm][:, STORE_END].max() for sm in real[:, SM].unique()]) - t0
+    print(f"    interval mean {g.double().mean() / 1e3:.2f} us; slowest 10% vs fastest half, closing instruction's "
+          f"phase medians: " + " | ".join(parts) + f"; SMs finish at {pct(last, 0):.1f}/{pct(last, .5):.1f}/"
+          f"{pct(last, 1):.1f} us (min/median/max)", flush=True)
 
 
 def main(argv):
