@@ -386,6 +386,24 @@ def test_sdpa_dropout_error_names_the_cause():
         megakittens.compile(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1))(q)
 
 
+def test_softmax_error_names_the_model_code_too():
+    with pytest.raises(Exception, match=r"_softmax.*softmax in the model's code"):
+        megakittens.compile(lambda x: torch.softmax(x, -1))(randn(8, 64))
+
+
+def test_sdpa_with_grad_error_says_no_grad():
+    """Parameters that require grad make Dynamo's graph read SDPA's saved statistics (for backward):
+    the error says to run under torch.no_grad()."""
+    lin = torch.nn.Linear(64, 64, bias=False).to(torch.bfloat16)
+
+    def f(x):
+        q = lin(x).view(1, 16, 1, 64).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    with pytest.raises(Exception, match=r"torch\.no_grad\(\)"):
+        megakittens.compile(f)(randn(16, 64))
+
+
 def test_errors_name_the_megakittens_backend():
     with pytest.raises(Exception, match="backend='megakittens'"):
         megakittens.compile(torch.relu)(randn(0, 8))

@@ -137,6 +137,25 @@ def test_hf_llama_model_default_call_returns_the_kv_cache():
             assert a.shape == b.shape and rel_err(a, b) <= HIDDEN_TOL, (a.shape, rel_err(a, b))
 
 
+def test_hf_llama_model_with_a_tokenizer_attention_mask():
+    """The all-ones attention_mask a tokenizer returns: HF expands it with tensor indexing (aten.index.Tensor),
+    which has no instruction type. The default raises a CompileError naming that op and the way out
+    (README "Status"); fallback="eager" runs the indexing as torch ops and matches eager."""
+    model = _hf_model("LlamaModel", layers=1)
+    ids = torch.randint(0, 512, (1, 32))
+    mask = torch.ones(1, 32, dtype=torch.long)
+    fwd = lambda ids, mask: model(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        h_ref = fwd(ids, mask)
+        with pytest.raises(Exception, match=r"aten\.index\.Tensor.*fallback=\"eager\""):
+            megakittens.compile(fwd)(ids, mask)
+        torch._dynamo.reset()
+        h = megakittens.compile(fwd, fallback="eager")(ids, mask)
+    assert not torch.isnan(h).any()
+    err = rel_err(h, h_ref)
+    assert err <= HIDDEN_TOL, f"relative error {err:.3g}"
+
+
 # Other decoder families built from Llama's parts: q/k/v biases (Qwen2), q/k RMSNorm (Qwen3), scaled
 # residuals and logits (Granite), sliding-window config (Mistral, window > seq), Gemma's (1 + w) fp32 RMSNorm
 # weight and GeGLU MLP (its norm stays decomposed: RMSNorm reads a weight in x's dtype).

@@ -438,8 +438,9 @@ const std::map<std::string, Entry>& registry() {
 // Where an unsupported op usually comes from, when the model code does not show it.
 std::string unsupported_hint(const std::string& target) {
   if (target == "aten._safe_softmax.default" || target == "aten._softmax.default")
-    return "; SDPA decomposes into softmax when dropout_p > 0 or its attn_mask is not the causal mask "
-           "(Attention has neither: use dropout_p=0 / model.eval(), is_causal=True), or fallback=\"eager\"";
+    return "; softmax has no instruction type: a softmax in the model's code, or SDPA's decomposition when "
+           "dropout_p > 0 or its attn_mask is not the causal mask (Attention has neither: use dropout_p=0 / "
+           "model.eval(), is_causal=True); or fallback=\"eager\"";
   if (target == "aten.lift_fresh_copy.default")
     return "; a tensor created from Python data inside forward (Hugging Face: the KV cache of use_cache=True, "
            "pass use_cache=False; or an index list, x[..., [i]]), or fallback=\"eager\"";

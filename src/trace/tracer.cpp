@@ -293,7 +293,11 @@ class Tracer {
     if (dag_id_[cur] < 0) fail(who, ": internal: producer '", p.name, "' is not in the DAG yet");
     if (out >= static_cast<int>(map.size()) || map[out] < 0)
       fail(who, ": reads output ", out, " of ", p.target, " (node '", p.name, "'", picker ? " via '" + picker->name + "'" : "",
-           "), but output ", out, " of ", p.target, " is not computed by megakittens");
+           "), but output ", out, " of ", p.target, " is not computed by megakittens",
+           // SDPA's statistics outputs are read only when autograd saves them for backward.
+           p.target.find("scaled_dot_product") != std::string::npos
+               ? " (autograd saves it for backward: run the model under torch.no_grad() or torch.inference_mode())"
+               : "");
     Edge e;
     e.node = dag_id_[cur];
     e.output = map[out];
