@@ -391,6 +391,12 @@ def test_softmax_error_names_the_model_code_too():
         megakittens.compile(lambda x: torch.softmax(x, -1))(randn(8, 64))
 
 
+def test_where_error_names_the_mask():
+    x = randn(8, 64)
+    with pytest.raises(Exception, match=r"aten\.where\.self.*attn_mask"):
+        megakittens.compile(lambda x, m: torch.where(m, x, x * 2))(x, x > 0)
+
+
 def test_sdpa_with_grad_error_says_no_grad():
     """Parameters that require grad make Dynamo's graph read SDPA's saved statistics (for backward):
     the error says to run under torch.no_grad()."""

@@ -448,6 +448,9 @@ std::string unsupported_hint(const std::string& target) {
     return "; LayerNorm is lowered only over the last dim (megakittens/decompose.py), or fallback=\"eager\"";
   if (target == "aten.index.Tensor")
     return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";
+  if (target == "aten.where.self")
+    return "; a select by a boolean mask (torch.where, masked_fill, or SDPA's boolean attn_mask when it is "
+           "not the causal mask), or fallback=\"eager\"";
   if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
     return "; dropout in training mode: call model.eval()";
   return "";
