@@ -92,6 +92,11 @@ def per_node(program, t: torch.Tensor) -> None:
               f" stored {us(rows[:, STORE_END].max()):7.1f}", flush=True)
 
 
+def durations(rows: torch.Tensor, a: int, b: int):
+    """Event b minus event a per row (ns, >= 0), and which rows recorded both."""
+    return (rows[:, b] - rows[:, a]).clamp(min=0), (rows[:, a] > 0) & (rows[:, b] > 0)
+
+
 def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
     t = t[t[:, PUBLISH] > 0]  # Noop padding rows have no loader events but do have publish; keep real ones
     real = t[t[:, STORE_END] > 0]
@@ -99,9 +104,8 @@ def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
     span = (int(real[:, STORE_END].max()) - t0) / 1e3
     parts = []
     for label, a, b in PHASES:
-        ok = (real[:, a] > 0) & (real[:, b] > 0)
-        d = (real[ok, b] - real[ok, a]).clamp(min=0)
-        parts.append(f"{label} {pct(d, .5):.2f}/{pct(d, .9):.2f}")
+        d, ok = durations(real, a, b)
+        parts.append(f"{label} {pct(d[ok], .5):.2f}/{pct(d[ok], .9):.2f}")
     g, closing = sm_intervals(real)
     print(f"{name:8s} {mode:6s} n={real.shape[0]:6d} launch {ms * 1e3:8.1f} us span {span:8.1f} us | per-SM interval {pct(g, .5):.2f}/"
           f"{pct(g, .9):.2f} | " + " | ".join(parts), flush=True)
@@ -130,9 +134,8 @@ def tail(real: torch.Tensor, g: torch.Tensor, closing: torch.Tensor, t0: int) ->
     slow, fast = g >= torch.quantile(g.double(), .9), g <= torch.quantile(g.double(), .5)
     parts = []
     for label, a, b in PHASES[:7]:
-        d = (closing[:, b] - closing[:, a]).clamp(min=0)
-        d[(closing[:, a] <= 0) | (closing[:, b] <= 0)] = 0
-        parts.append(f"{label} {pct(d[slow], .5):.2f}/{pct(d[fast], .5):.2f}")
+        d, ok = durations(closing, a, b)
+        parts.append(f"{label} {pct(d[slow & ok], .5):.2f}/{pct(d[fast & ok], .5):.2f}")
     last = torch.stack([real[real[:, SM] == sm][:, STORE_END].max() for sm in real[:, SM].unique()]) - t0
     print(f"    interval mean {g.double().mean() / 1e3:.2f} us; slowest 10% vs fastest half, closing instruction's "
           f"phase medians: " + " | ".join(parts) + f"; SMs finish at {pct(last, 0):.1f}/{pct(last, .5):.1f}/"
