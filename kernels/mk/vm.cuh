@@ -69,12 +69,6 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #define MK_FETCH_AHEAD 1
 #endif
 
-// [Note: rms direct store] (kernels/mk/itypes/rms_norm.cuh) 1 (default): RMSNorm's consumers write their
-// rows to global memory, freeing the row pages as soon as they are read; 0: bulk stores by the storer.
-#ifndef MK_RMS_DIRECT
-#define MK_RMS_DIRECT 1
-#endif
-
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
               kWSrcTargets = 39, kWCounts = 55, kWDstBarriers = 56;

@@ -152,37 +152,13 @@ struct RMSNorm {
 #endif
   }
 
-  // [Note: rms direct store] whether the consumers write this instruction's rows to global memory
-  // themselves (16-byte vectors straight from registers) instead of back into the row pages for the
-  // storer's bulk stores. A row page is then free once the consumers have read it, not once a bulk store
-  // has read it out, so the pages hold only loads in flight and the next loads start earlier. No fence
-  // on the consumers: their arrival on kComputed (release.cta) happens before the storer's
-  // red.release.gpu on the dst barriers, and release is cumulative (PTX memory model), so a reader that
-  // acquires a dst barrier sees the rows. (Session 11's variant fenced on every consumer and freed the
-  // pages only after the fence: slower.)
-  static __device__ __forceinline__ bool direct(const Ctx& c, const i32* idx) {
-    return MK_RMS_DIRECT && idx[13] % 8 == 0 && bulk_ok(c.slot(c.dst_slot(0)), idx[7], idx[13]);
-  }
-
   static __device__ void compute(Ctx& c) {
-    const i32* idx = c.idx();
-    // Direct stores overwrite y: wait for the readers of its previous contents first (the storer's reuse
-    // wait orders only its own writes).
-    const bool dir = direct(c, idx);
     if (!wait(c, c.sem(kRowsLoaded), 0)) return;
     if constexpr (P::has_weight)
       if (!wait(c, c.sem(kWeightLoaded), 0)) return;
+    const i32* idx = c.idx();
     const int rows = idx[12], C = idx[13];
-    if (dir && c.warp < rows && !wait_reuse(c)) return;
     const Rows rw(c, C);
-    uint4* ydst = nullptr;
-    long long ystride = 0;
-    if (dir) {
-      const SlotDesc& y = c.slot(c.dst_slot(0));
-      ydst = reinterpret_cast<uint4*>(reinterpret_cast<__nv_bfloat16*>(y.ptr) +
-                                      elem_offset(y, idx[4], idx[5], idx[6], idx[7]));
-      ystride = y.dims[3] / 8;
-    }
     const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
     const bool vec = (C % 8) == 0;
     for (int r = c.warp; r < rows; r += kConsumerWarps) {
@@ -223,8 +199,7 @@ struct RMSNorm {
             if constexpr (P::has_weight) g = __bfloat1622float2(wh[k]);
             h[k] = __floats2bfloat162_rn(f.x * inv * g.x, f.y * inv * g.y);
           }
-          if (dir) ydst[r * ystride + j] = v;
-          else reinterpret_cast<uint4*>(row)[j] = v;
+          reinterpret_cast<uint4*>(row)[j] = v;
         }
       } else {
         for (int e = c.lane; e < C; e += 32) {
@@ -247,15 +222,6 @@ struct RMSNorm {
 #endif
     // The instruction words, once: row loops below use registers only.
     const i32* idx = c.idx();
-    if (direct(c, idx)) {  // the consumers wrote the rows ([Note: rms direct store]): their pages are free
-      if (c.lane == 0) {
-        for (int lid = 0, np = row_pages(idx); lid < np; ++lid) page_finish(c, lid);
-#ifdef MK_SAFE_PAGES
-        if (P::has_weight) page_finish(c, kWeightLid);
-#endif
-      }
-      return store_done(c);
-    }
     const int b = idx[4], d = idx[5], r0 = idx[6], col0 = idx[7], rows = idx[12], C = idx[13];
     const Rows rw(c, C);
     const SlotDesc& y = c.slot(c.dst_slot(0));
