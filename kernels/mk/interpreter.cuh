@@ -48,7 +48,25 @@ struct RunRoleFn {
 // ([Note: gemm multicast]). Any bijection is correct: each instruction still waits for and releases every
 // page once; rank 1 only may wait longer for a page its previous instruction releases late.
 
-// Controller (warp 8): recycle the stage, fetch, rename pages, init semaphores, publish.
+// [Note: one stage writer] the lanes load the instruction words, lane 0 writes them all (through shuffles,
+// as 16-byte vectors) and, later, the rest of the stage, and publishes it: the lane that arrives on
+// inst_arrived made every write, so the release / acquire edge to the workers covers them
+// (compute-sanitizer racecheck does not follow a __syncwarp from other writing lanes to one arriving lane).
+// Lane l holds words l (w0) and 32 + l (w1).
+__device__ __forceinline__ void write_words(i32* words, i32 w0, i32 w1, int lane) {
+#pragma unroll 4  // 4 stores in flight, few registers (the full unroll spilled in test_nvrtc elementwise cases)
+  for (int q = 0; q < 16; ++q) {  // words 4q..4q+3 sit in lanes 4q % 32 + 0..3, half q / 8
+    const i32 wq = q < 8 ? w0 : w1;
+    int4 v;
+    v.x = __shfl_sync(0xffffffffu, wq, (4 * q) % 32);
+    v.y = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 1);
+    v.z = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 2);
+    v.w = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 3);
+    if (lane == 0) reinterpret_cast<int4*>(words)[q] = v;
+  }
+}
+
+// Controller (warp 8): rename pages, fetch, recycle the stage, init semaphores, publish.
 template <class V>
 __device__ void controller(Ctx& c) {
   const Common& g = c.g->c;
@@ -59,29 +77,35 @@ __device__ void controller(Ctx& c) {
   for (int iter = 0;; ++iter) {
     const int s = iter & 1;
     Stage& st = sh.stages[s];
+    i32* words = sh.words[iter % 3];
     c.st = &st;
+    c.words = words;
     c.iter = iter;
+    // Rename pages: new lid q takes the page the previous instruction (published, so its words and page
+    // ids stay put until this one is) releases q-th (seed §10); rank 1 receives rank 0's renaming below.
+    int pid = c.lane;
+    if (rank == 0 && iter > 0 && c.lane < kNumPages) {
+      const i32* prev = sh.words[(iter + 2) % 3];
+      ReleaseOrderFn f{c.lane, prev, c.lane};
+      V::visit(prev[kWIcode], f);
+      pid = sh.stages[s ^ 1].pid[f.result];
+    }
     // [Note: fetch ahead] the per-SM table's row (iter, cta) is known before the stage is free: its words
-    // are loaded first, so their global round trip overlaps the wait for the stage instead of delaying
-    // the publish. The global queue claims after the wait (an early claim would hold work back from idle
-    // CTAs), and so does a cluster (rank 0's claim buffer is free again only after the wait).
+    // are loaded and written to the ring ([Note: word ring]) first, so their global round trip and the
+    // gather overlap the wait for the stage instead of delaying the publish. The global queue claims
+    // after the wait (an early claim would hold work back from idle CTAs), and so does a cluster (rank
+    // 0's claim buffer is free again only after the wait).
     const bool ahead = MK_FETCH_AHEAD && kClusterSize == 1 && !g.global_queue;
     long long row = !g.global_queue && iter < g.waves ? static_cast<long long>(iter) * g.num_ctas + blockIdx.x : -1;
-    i32 w0 = 0, w1 = 0;
-    if (ahead && row >= 0) w0 = g.instructions[row * 64 + c.lane], w1 = g.instructions[row * 64 + c.lane + 32];
+    i32 w0 = -1;  // lane 0: the icode
+    if (ahead && row >= 0) {
+      w0 = g.instructions[row * 64 + c.lane];
+      write_words(words, w0, g.instructions[row * 64 + c.lane + 32], c.lane);
+    }
     if (iter >= 2) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
       if (c.lane == 0)
         for (int i = 0; i < st.num_sems; ++i) ptx::mbarrier_inval(&st.sems[i]);
-    }
-    // Rename pages: new lid q takes the page the previous instruction releases q-th (seed §10); rank 1
-    // receives rank 0's renaming below instead.
-    int pid = c.lane;
-    if (rank == 0 && iter > 0 && c.lane < kNumPages) {
-      const Stage& prev = sh.stages[s ^ 1];
-      ReleaseOrderFn f{c.lane, prev.inst, c.lane};
-      V::visit(prev.inst[kWIcode], f);
-      pid = prev.pid[f.result];
     }
     // Fetch: the next claim of the global queue, or the per-SM row's words when not fetched ahead. Rank 0
     // of a cluster sends rank 1 its claim and its renaming ([Note: cluster page renaming]).
@@ -106,33 +130,20 @@ __device__ void controller(Ctx& c) {
         if (c.lane < kNumPages) pid = sh.claim_pid[s][c.lane];
       }
       if (g.global_queue && unit < units) row = unit * kClusterSize + rank;
-      if (row >= 0) w0 = g.instructions[row * 64 + c.lane], w1 = g.instructions[row * 64 + c.lane + 32];
+      if (row >= 0) {
+        w0 = g.instructions[row * 64 + c.lane];
+        write_words(words, w0, g.instructions[row * 64 + c.lane + 32], c.lane);
+      }
     }
     const int index = static_cast<int>(row);  // -1: no more work
-    // [Note: one stage writer] the lanes load the instruction words, lane 0 writes the whole stage (words,
-    // page ids, semaphore inits) and publishes it: the lane that arrives on inst_arrived made every write,
-    // so the release / acquire edge to the workers covers them (compute-sanitizer racecheck does not
-    // follow a __syncwarp from other writing lanes to one arriving lane).
-    if (row >= 0) {
-#pragma unroll 4  // 4 stores in flight, few registers (the full unroll spilled in test_nvrtc elementwise cases)
-      for (int q = 0; q < 16; ++q) {  // words 4q..4q+3 sit in lanes 4q % 32 + 0..3, half q / 8
-        const i32 wq = q < 8 ? w0 : w1;
-        int4 v;
-        v.x = __shfl_sync(0xffffffffu, wq, (4 * q) % 32);
-        v.y = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 1);
-        v.z = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 2);
-        v.w = __shfl_sync(0xffffffffu, wq, (4 * q) % 32 + 3);
-        if (c.lane == 0) reinterpret_cast<int4*>(st.inst)[q] = v;
-      }
-    } else if (c.lane == 0) {
-      st.inst[kWIcode] = -1;
+    if (c.lane == 0) {
+      if (index < 0) words[kWIcode] = -1;
+      st.index = index;
     }
-    if (c.lane == 0) st.index = index;
     c.index = index;
-    __syncwarp();
     int nsem = 0;
     if (index >= 0) {
-      const int icode = st.inst[kWIcode];
+      const int icode = __shfl_sync(0xffffffffu, w0, 0);
       if (icode < 0 || icode >= V::kNumIcodes) {
         if (c.lane == 0) raise_abort(c, 5, -1, icode, V::kNumIcodes, 0);
         break;
@@ -166,6 +177,7 @@ __device__ void worker(Ctx& c) {
   for (int iter = 0;; ++iter) {
     const int s = iter & 1;
     c.st = &sh.stages[s];
+    c.words = sh.words[iter % 3];
     c.iter = iter;
     if (!wait(c, &sh.inst_arrived[s], static_cast<u32>((iter >> 1) & 1), 4, 10 + s)) break;
     if (c.st->index < 0) break;

@@ -149,7 +149,6 @@ using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 
 // One decoded instruction and its per-instruction state (seed §08).
 struct Stage {
-  alignas(16) i32 inst[64];  // written as 16-byte vectors ([Note: one stage writer])
   i32 pid[8];              // physical page of each logical page
   u64 sems[kMaxSemaphores];
   i32 num_sems;
@@ -157,7 +156,12 @@ struct Stage {
   i32 pad_[2];
 };
 
+// [Note: word ring] an instruction's 64 words live in words[iter % 3], not in its stage: the controller
+// writes iteration i's words while instruction i - 2 still holds the stage (the last reader of
+// words[i % 3], instruction i - 3, finished before i - 1 was published), so only the page ids, the
+// semaphore inits and the arrive remain between the stage coming free and the publish.
 struct Shared {
+  alignas(16) i32 words[3][64];  // written as 16-byte vectors ([Note: one stage writer])
   Stage stages[2];
   u64 inst_arrived[2];
   u64 inst_finished[2];
@@ -180,6 +184,7 @@ struct Ctx {
   int warp, lane;
   bool aborted;
   bool finished_early;     // the storer handed the stage back before its stores completed
+  const i32* words = nullptr;  // this iteration's instruction words ([Note: word ring])
   int index = -1;          // this role's current instruction (st->index may already name the next one
                            // once the storer has handed the stage back)
   // Loader: the weight row the last RMSNorm left in its weight page (address, C, page id, iteration);
@@ -188,12 +193,12 @@ struct Ctx {
   unsigned long long kept_ptr = 0;
   int kept_c = -1, kept_pid = -1, kept_iter = -2;
 
-  __device__ const i32* inst() const { return st->inst; }
-  __device__ int icode() const { return st->inst[kWIcode]; }
-  __device__ const i32* idx() const { return st->inst + kWIndices; }
-  __device__ int src_slot(int k) const { return (st->inst[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
-  __device__ int dst_slot(int k) const { return (st->inst[kWDstTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
-  __device__ int count_byte(int k) const { return (st->inst[kWCounts] >> (8 * k)) & 0xff; }
+  __device__ const i32* inst() const { return words; }
+  __device__ int icode() const { return words[kWIcode]; }
+  __device__ const i32* idx() const { return words + kWIndices; }
+  __device__ int src_slot(int k) const { return (words[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
+  __device__ int dst_slot(int k) const { return (words[kWDstTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
+  __device__ int count_byte(int k) const { return (words[kWCounts] >> (8 * k)) & 0xff; }
   __device__ int num_src_input() const { return count_byte(0); }
   __device__ int num_src_reuse() const { return count_byte(1); }
   __device__ int num_src_late() const { return count_byte(3); }
@@ -266,7 +271,7 @@ __device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int v
     d->warp = c.warp;
     d->lane = c.lane;
     d->instruction = c.index;
-    d->icode = c.st ? c.st->inst[kWIcode] : -1;
+    d->icode = c.words ? c.words[kWIcode] : -1;
     d->barrier = barrier;
     d->value = value;
     d->target = target;
