@@ -90,17 +90,27 @@ __device__ void controller(Ctx& c) {
       V::visit(prev[kWIcode], f);
       pid = sh.stages[s ^ 1].pid[f.result];
     }
-    // [Note: fetch ahead] the per-SM table's row (iter, cta) is known before the stage is free: its words
-    // are loaded and written to the ring ([Note: word ring]) first, so their global round trip and the
-    // gather overlap the wait for the stage instead of delaying the publish. The global queue claims
-    // after the wait (an early claim would hold work back from idle CTAs), and so does a cluster (rank
-    // 0's claim buffer is free again only after the wait).
-    const bool ahead = MK_FETCH_AHEAD && kClusterSize == 1 && !g.global_queue;
+    // [Note: fetch ahead] the next instruction is fetched before the stage is free: the per-SM table's
+    // row (iter, cta), or the global queue's next claim. Its words are loaded and written to the ring
+    // ([Note: word ring]) first, so the claim's and the words' global round trips and the gather overlap
+    // the wait for the stage instead of delaying the publish. A CTA then holds one claimed instruction
+    // beyond its two stages; no deadlock: the lowest-index unfinished instruction's inputs and its CTA's
+    // earlier instructions all have lower indices, so they are finished and it is published and runs. A
+    // cluster fetches after the wait (rank 0's claim buffer is free again only then).
+    const bool ahead = MK_FETCH_AHEAD && kClusterSize == 1;
     long long row = !g.global_queue && iter < g.waves ? static_cast<long long>(iter) * g.num_ctas + blockIdx.x : -1;
     i32 w0 = -1;  // lane 0: the icode
-    if (ahead && row >= 0) {
-      w0 = g.instructions[row * 64 + c.lane];
-      write_words(words, w0, g.instructions[row * 64 + c.lane + 32], c.lane);
+    if (ahead) {
+      if (g.global_queue) {
+        u32 unit = 0;
+        if (c.lane == 0) unit = atomicAdd(g.queue, 1u) - base;
+        unit = __shfl_sync(0xffffffffu, unit, 0);
+        if (unit < units) row = unit;
+      }
+      if (row >= 0) {
+        w0 = g.instructions[row * 64 + c.lane];
+        write_words(words, w0, g.instructions[row * 64 + c.lane + 32], c.lane);
+      }
     }
     if (iter >= 2) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;

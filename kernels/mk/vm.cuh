@@ -63,8 +63,9 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
 #endif
-// [Note: fetch ahead] (interpreter.cuh) 1 (default): the controller loads a per-SM table row's words
-// before it waits for the stage; 0: after (the A/B switch for benchmarks/timeline.py).
+// [Note: fetch ahead] (interpreter.cuh) 1 (default): the controller claims (global queue) and loads the
+// next instruction's words before it waits for the stage; 0: after (the A/B switch for
+// benchmarks/timeline.py and run.py memory).
 #ifndef MK_FETCH_AHEAD
 #define MK_FETCH_AHEAD 1
 #endif
