@@ -63,3 +63,17 @@ def check_interleavings(fn, args, global_work_queue: bool, cluster_size: int, se
         d.seed = seed
         check_close(d(*args), refs)  # straight to the dispatcher: same program, another interleaving
     assert d.calls == seeds
+
+
+def many_slots(x: torch.Tensor, ws: list, g: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """x (R, C) plus each of ws (R, C), then RMSNorm with weight g (C,) and a matmul by W (C, N): one
+    tensor slot per input, so past 256 slots the add, RMSNorm and Gemm instructions read and write
+    slots >= 256 ([Note: slot bits] in src/schedule/instruction.h)."""
+    for w in ws:
+        x = x + w
+    return torch.rms_norm(x, (x.shape[-1],), g, 1e-6) @ W
+
+
+def many_slots_inputs(n: int = 300, device: str = "cpu") -> tuple:
+    return (randn(128, 128, device=device), [randn(128, 128, scale=0.1, device=device) for _ in range(n)],
+            randn(128, device=device), randn(128, 64, scale=0.1, device=device))

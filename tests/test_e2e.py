@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import megakittens
 import megakittens.backend as mk_backend
-from common import check_close, check_interleavings, mlp, mlp_inputs, randn
+from common import check_close, check_interleavings, many_slots, many_slots_inputs, mlp, mlp_inputs, randn
 
 mk = torch.ops.megakittens
 
@@ -188,3 +188,23 @@ def test_unused_inputs_are_ignored():
 
     x = randn(64, 128)
     check_close(megakittens.compile(f)(x, randn(4, 4), torch.randn(3)), torch.relu(x))
+
+
+def test_more_than_256_tensor_slots():
+    """300 inputs: slots up to ~305, beyond the seed's one-byte slot ids."""
+    args = many_slots_inputs()
+    f = megakittens.compile(many_slots)
+    check_close(f(*args), many_slots(*args))
+    p = mk_backend.dispatchers[-1].program
+    assert len(p.slots) > 256
+    insts = [p.instruction(i) for i in range(p.num_instructions)]
+    gemm = [d for d in insts if d["icode"] and p.icodes[d["icode"]].startswith("Gemm")]
+    assert gemm and all(d["src_tensors"][1] >= 256 for d in gemm)  # W, a slot with bit 8 set
+    # Slot ids round-trip through the packed words (the table the GPU reads).
+    words = p.table_global()
+    for i, d in enumerate(insts):
+        assert words[i][0] & 0xFFFF == d["icode"]
+        lo = [(words[i][1 + k // 4] >> (8 * (k % 4))) & 0xFF for k in range(16)]
+        hi = [(words[i][0] >> (16 + k)) & 1 for k in range(16)]
+        assert [l | h << 8 for l, h in zip(lo, hi)] == d["src_tensors"]
+        assert [(words[i][5 + k // 2] >> (16 * (k % 2))) & 0xFFFF for k in range(4)] == d["dst_tensors"]

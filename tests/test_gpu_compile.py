@@ -8,7 +8,7 @@ import torch
 
 import megakittens
 import megakittens.backend as mk_backend
-from common import randn, rel_err
+from common import many_slots, many_slots_inputs, randn, rel_err
 
 pytestmark = pytest.mark.gpu
 mk = torch.ops.megakittens
@@ -82,3 +82,17 @@ def test_layer_norm_and_split_run_on_the_megakernel():
         warnings.simplefilter("error")  # no fallback warning: this graph must run on the GPU
         out = megakittens.compile(_ln_split)(*args)
     assert out.is_cuda and rel_err(out, _ln_split(*args)) <= 1e-2
+
+
+def test_more_than_256_tensor_slots_on_the_megakernel():
+    """300 inputs (slots up to ~305: 9-bit slot ids, tile maps in device memory) through TMA adds, RMSNorm and
+    a Gemm whose B operand sits in a slot >= 256."""
+    args = many_slots_inputs(device="cuda")
+    f = megakittens.compile(many_slots)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: this graph must run on the GPU
+        out = f(*args)
+    d = mk_backend.dispatchers[-1]
+    assert d._gpu_error == "", d._gpu_error
+    assert len(d.program.slots) > 256
+    assert out.is_cuda and rel_err(out, many_slots(*args)) <= 1e-2

@@ -87,7 +87,7 @@ __device__ void controller(Ctx& c) {
     if (rank == 0 && iter > 0 && c.lane < kNumPages) {
       const i32* prev = sh.words[(iter + 2) % 3];
       ReleaseOrderFn f{c.lane, prev, c.lane};
-      V::visit(prev[kWIcode], f);
+      V::visit(icode_of(prev[kWIcode]), f);
       pid = sh.stages[s ^ 1].pid[f.result];
     }
     // [Note: fetch ahead] the next instruction is fetched before the stage is free: the per-SM table's
@@ -153,7 +153,7 @@ __device__ void controller(Ctx& c) {
     c.index = index;
     int nsem = 0;
     if (index >= 0) {
-      const int icode = __shfl_sync(0xffffffffu, w0, 0);
+      const int icode = icode_of(__shfl_sync(0xffffffffu, w0, 0));
       if (icode < 0 || icode >= V::kNumIcodes) {
         if (c.lane == 0) raise_abort(c, 5, -1, icode, V::kNumIcodes, 0);
         break;

@@ -73,6 +73,8 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
               kWSrcTargets = 39, kWCounts = 55, kWDstBarriers = 56;
+// The icode is w0's low 16 bits ([Note: slot bits] in src/schedule/instruction.h).
+__device__ __forceinline__ int icode_of(i32 w0) { return w0 & 0xffff; }
 
 // [Note: diagnostic record] written once per launch by the first watchdog that fires, into
 // mapped host memory; src/runtime/launch.cpp reads the same layout.
@@ -195,10 +197,13 @@ struct Ctx {
   int kept_c = -1, kept_pid = -1, kept_iter = -2;
 
   __device__ const i32* inst() const { return words; }
-  __device__ int icode() const { return words[kWIcode]; }
+  __device__ int icode() const { return icode_of(words[kWIcode]); }
   __device__ const i32* idx() const { return words + kWIndices; }
-  __device__ int src_slot(int k) const { return (words[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
-  __device__ int dst_slot(int k) const { return (words[kWDstTensors + k / 4] >> (8 * (k % 4))) & 0xff; }
+  // [Note: slot bits] in src/schedule/instruction.h: an input slot's bit 8 sits in w0's upper half.
+  __device__ int src_slot(int k) const {
+    return ((words[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff) | ((words[kWIcode] >> (16 + k) & 1) << 8);
+  }
+  __device__ int dst_slot(int k) const { return (words[kWDstTensors + k / 2] >> (16 * (k % 2))) & 0xffff; }
   __device__ int count_byte(int k) const { return (words[kWCounts] >> (8 * k)) & 0xff; }
   __device__ int num_src_input() const { return count_byte(0); }
   __device__ int num_src_reuse() const { return count_byte(1); }
@@ -272,7 +277,7 @@ __device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int v
     d->warp = c.warp;
     d->lane = c.lane;
     d->instruction = c.index;
-    d->icode = c.words ? c.words[kWIcode] : -1;
+    d->icode = c.words ? icode_of(c.words[kWIcode]) : -1;
     d->barrier = barrier;
     d->value = value;
     d->target = target;

@@ -23,8 +23,11 @@ nb::ndarray<nb::numpy, int32_t> to_numpy(std::vector<int32_t> data, std::vector<
 nb::dict instruction_dict(const Instruction& in) {
   nb::dict d;
   d["icode"] = in.icode;
-  d["src_tensors"] = std::vector<int>(in.src_tensors, in.src_tensors + kMaxSrcTensors);
-  d["dst_tensors"] = std::vector<int>(in.dst_tensors, in.dst_tensors + kMaxDstTensors);
+  std::vector<int> src(kMaxSrcTensors), dst(kMaxDstTensors);
+  for (int k = 0; k < kMaxSrcTensors; ++k) src[k] = in.src_slot(k);
+  for (int k = 0; k < kMaxDstTensors; ++k) dst[k] = in.dst_slot(k);
+  d["src_tensors"] = src;
+  d["dst_tensors"] = dst;
   d["indices"] = std::vector<int32_t>(in.indices, in.indices + kMaxIndices);
   d["src_barriers"] = std::vector<uint32_t>(in.src_barriers, in.src_barriers + in.num_src_barriers());
   d["src_targets"] = std::vector<int32_t>(in.src_targets, in.src_targets + in.num_src_barriers());

@@ -181,7 +181,7 @@ void SlotMemory::check_reads(int slot, const Box& box) const {
   int first = -1;          // first operand reading this slot, for the report
   int64_t bad_off = -1;    // first element that disagrees with it
   for (size_t k = 0; k < nsrc && k < static_cast<size_t>(kMaxSrcTensors); ++k) {
-    if (inst_->src_tensors[k] != slot) continue;
+    if (inst_->src_slot(static_cast<int>(k)) != slot) continue;
     const int32_t want = node_->src_producers[k];
     int64_t bad = -1;
     for_runs(p, box, [&](int64_t off, int64_t n, int64_t) {

@@ -34,6 +34,9 @@ void phase4_emit(ScheduleState& st) {
     if (added) prog.icodes.push_back(ns.itype);
     ns.icode = it->second;
   }
+  if (prog.icodes.size() > static_cast<size_t>(kMaxIcodes))
+    fail("graph '", st.dag.name, "' needs ", prog.icodes.size(), " icodes, at most ", kMaxIcodes,
+         " fit an instruction ([Note: slot bits] in src/schedule/instruction.h)");
 
   const int64_t total = prog.nodes.empty() ? 0 : prog.nodes.back().end();
   prog.instructions.assign(total, Instruction{});
@@ -44,9 +47,9 @@ void phase4_emit(ScheduleState& st) {
       const int64_t g = ns.start + i;
       Instruction& inst = prog.instructions[g];
       prog.instruction_node[g] = static_cast<int>(n);
-      inst.icode = ns.icode;
-      for (size_t k = 0; k < ns.src_slots.size(); ++k) inst.src_tensors[k] = static_cast<uint8_t>(ns.src_slots[k]);
-      for (size_t k = 0; k < ns.dst_slots.size(); ++k) inst.dst_tensors[k] = static_cast<uint8_t>(ns.dst_slots[k]);
+      inst.icode = static_cast<uint16_t>(ns.icode);
+      for (size_t k = 0; k < ns.src_slots.size(); ++k) inst.set_src_slot(static_cast<int>(k), ns.src_slots[k]);
+      for (size_t k = 0; k < ns.dst_slots.size(); ++k) inst.set_dst_slot(static_cast<int>(k), ns.dst_slots[k]);
       const auto& idx = st.descs[n][i].indices;
       std::copy(idx.begin(), idx.end(), inst.indices);
 

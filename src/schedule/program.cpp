@@ -46,9 +46,9 @@ std::string format_schedule(const Program& p) {
     }
     const NodeSchedule& ns = p.nodes[n];
     os << " |";
-    for (size_t k = 0; k < ns.src_slots.size(); ++k) os << " T" << int(in.src_tensors[k]);
+    for (size_t k = 0; k < ns.src_slots.size(); ++k) os << " T" << in.src_slot(static_cast<int>(k));
     os << " |";
-    for (size_t k = 0; k < ns.dst_slots.size(); ++k) os << " T" << int(in.dst_tensors[k]);
+    for (size_t k = 0; k < ns.dst_slots.size(); ++k) os << " T" << in.dst_slot(static_cast<int>(k));
     os << " |";
     for (int k = 0; k < kMaxIndices; ++k) os << " " << in.indices[k];
     os << " |";

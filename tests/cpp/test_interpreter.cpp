@@ -30,9 +30,9 @@ class AddOne final : public IType {
     if (g_log) g_log->push_back(ctx.instruction_index);
     const int* x = in.indices;
     auto box = [&](const int* o) { return Box{{o[0], o[1], o[2], o[3]}, {o[0] + 1, o[1] + 1, o[2] + x[8], o[3] + x[9]}}; };
-    std::vector<float> v = ctx.load(in.src_tensors[0], box(x));
+    std::vector<float> v = ctx.load(in.src_slot(0), box(x));
     for (float& f : v) f += 1.0f;
-    ctx.store(in.dst_tensors[0], box(x + 4), v);
+    ctx.store(in.dst_slot(0), box(x + 4), v);
   }
 };
 
@@ -42,8 +42,8 @@ constexpr int kInputNode = 0;
 Instruction add_one(int src, int dst, int64_t r0_in, int64_t r0_out, int64_t rows) {
   Instruction in;
   in.icode = 1;
-  in.src_tensors[0] = static_cast<uint8_t>(src);
-  in.dst_tensors[0] = static_cast<uint8_t>(dst);
+  in.set_src_slot(0, src);
+  in.set_dst_slot(0, dst);
   const int32_t idx[10] = {0, 0, static_cast<int32_t>(r0_in), 0, 0, 0, static_cast<int32_t>(r0_out), 0,
                            static_cast<int32_t>(rows), C};
   std::copy(idx, idx + 10, in.indices);

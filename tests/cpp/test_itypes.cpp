@@ -130,8 +130,8 @@ void run_node(const IType& t, const NodeInfo& n, TestCtx& ctx, const std::vector
     ASSERT_LE(d.indices.size(), size_t(kMaxIndices));
     ASSERT_EQ(d.reads.size(), n.inputs.size());
     Instruction in;
-    for (size_t k = 0; k < src.size(); ++k) in.src_tensors[k] = static_cast<uint8_t>(src[k]);
-    in.dst_tensors[0] = static_cast<uint8_t>(dst);
+    for (size_t k = 0; k < src.size(); ++k) in.set_src_slot(static_cast<int>(k), src[k]);
+    in.set_dst_slot(0, dst);
     std::copy(d.indices.begin(), d.indices.end(), in.indices);
     ctx.may_read.clear();
     ctx.may_write.clear();

@@ -20,9 +20,9 @@ void Attention::execute(const Instruction& in, ExecContext& ctx) const {
     return (bshd_ & bit) ? Box{{b, lo, head, 0}, {b + 1, hi, head + 1, D}}
                          : Box{{b, head, lo, 0}, {b + 1, head + 1, hi, D}};
   };
-  const std::vector<float> q = ctx.load(in.src_tensors[0], rows(kBshdQ, h, s0, s0 + q_rows));
-  const std::vector<float> k = kv_end > 0 ? ctx.load(in.src_tensors[1], rows(kBshdK, hk, 0, kv_end)) : std::vector<float>{};
-  const std::vector<float> v = kv_end > 0 ? ctx.load(in.src_tensors[2], rows(kBshdV, hk, 0, kv_end)) : std::vector<float>{};
+  const std::vector<float> q = ctx.load(in.src_slot(0), rows(kBshdQ, h, s0, s0 + q_rows));
+  const std::vector<float> k = kv_end > 0 ? ctx.load(in.src_slot(1), rows(kBshdK, hk, 0, kv_end)) : std::vector<float>{};
+  const std::vector<float> v = kv_end > 0 ? ctx.load(in.src_slot(2), rows(kBshdV, hk, 0, kv_end)) : std::vector<float>{};
   const float scale = static_cast<float>(scale_);
   std::vector<float> o(q_rows * D, 0.f), p(kv_end);
   for (int64_t r = 0; r < q_rows; ++r) {
@@ -43,7 +43,7 @@ void Attention::execute(const Instruction& in, ExecContext& ctx) const {
       for (int64_t c = 0; c < D; ++c) o[r * D + c] += w * v[j * D + c];
     }
   }
-  ctx.store(in.dst_tensors[0], rows(kBshdO, h, s0, s0 + q_rows), o);
+  ctx.store(in.dst_slot(0), rows(kBshdO, h, s0, s0 + q_rows), o);
 }
 
 }  // namespace mk

@@ -29,11 +29,11 @@ void Copy::execute(const Instruction& in, ExecContext& ctx) const {
     Box xb{{x[0], x[1], x[2], x[3]}, {x[0] + 1, x[1] + 1, x[2] + 1, x[3] + 1}};
     if (src_.rows >= 0) xb.hi[src_.rows] += rows - 1;
     if (src_.cols >= 0) xb.hi[src_.cols] += cols - 1;
-    const std::vector<float> v = ctx.load(in.src_tensors[0], xb);
+    const std::vector<float> v = ctx.load(in.src_slot(0), xb);
     std::vector<float> out(static_cast<size_t>(rows * cols));
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) out[i * cols + j] = v[i * rs + j * cs];
-    ctx.store(in.dst_tensors[0], {{y[0], y[1] + k, y[2], y[3]}, {y[0] + 1, y[1] + k + 1, y[2] + rows, y[3] + cols}}, out);
+    ctx.store(in.dst_slot(0), {{y[0], y[1] + k, y[2], y[3]}, {y[0] + 1, y[1] + k + 1, y[2] + rows, y[3] + cols}}, out);
   }
 }
 

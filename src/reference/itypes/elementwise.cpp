@@ -69,7 +69,7 @@ void ew_execute(const Instruction& in, ExecContext& ctx, int n, const uint8_t* b
   for (int k = 0; k < n; ++k) {
     r[k] = (bcast[k] >> 2 & 1) ? 1 : rows;
     c[k] = (bcast[k] >> 3 & 1) ? 1 : cols;
-    x[k] = ctx.load(in.src_tensors[k], tile_at(in.indices + 4 * k, r[k], c[k]));
+    x[k] = ctx.load(in.src_slot(k), tile_at(in.indices + 4 * k, r[k], c[k]));
   }
   std::vector<float> y(static_cast<size_t>(rows * cols));
   float v[ElementwiseFused::kMaxInputs];
@@ -78,7 +78,7 @@ void ew_execute(const Instruction& in, ExecContext& ctx, int n, const uint8_t* b
     for (int k = 0; k < n; ++k) v[k] = x[k][(r[k] == 1 ? 0 : i) * c[k] + (c[k] == 1 ? 0 : j)];
     y[e] = f(v);
   }
-  ctx.store(in.dst_tensors[0], tile_at(in.indices + 4 * n, rows, cols), y);
+  ctx.store(in.dst_slot(0), tile_at(in.indices + 4 * n, rows, cols), y);
 }
 
 float round_to(DType t, float v) {

@@ -27,7 +27,7 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
   // A rank past M computes nothing: it only runs to keep its cluster in lockstep.
   if (m_rows <= 0 || n_cols <= 0) return;
   // a[m * K + k] and b[k * n_cols + n], whichever way the backing holds them.
-  std::vector<float> a = ctx.load(in.src_tensors[0], flags_.transpose_a ? tile_box(a0, K, m_rows) : tile_box(a0, m_rows, K));
+  std::vector<float> a = ctx.load(in.src_slot(0), flags_.transpose_a ? tile_box(a0, K, m_rows) : tile_box(a0, m_rows, K));
   if (flags_.transpose_a) {  // backing box is K x m_rows
     std::vector<float> t(a.size());
     for (int64_t k = 0; k < K; ++k)
@@ -37,7 +37,7 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
   // A @ (the B panel of slot `src`, at B's origin): fp32 accumulation, as the tensor cores do; m-k-n
   // order so the inner loop runs along rows of B and D.
   const auto product = [&](int src) {
-    std::vector<float> b = ctx.load(in.src_tensors[src], flags_.transpose_b ? tile_box(b0, n_cols, K) : tile_box(b0, K, n_cols));
+    std::vector<float> b = ctx.load(in.src_slot(src), flags_.transpose_b ? tile_box(b0, n_cols, K) : tile_box(b0, K, n_cols));
     if (flags_.transpose_b) {  // backing box is n_cols x K
       std::vector<float> t(b.size());
       for (int64_t n = 0; n < n_cols; ++n)
@@ -62,7 +62,7 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
   }
   if (flags_.bias != Bias::none) {
     // Fused epilogue: the bias joins the fp32 accumulator before the one rounding (as cuBLAS addmm).
-    const int slot = in.src_tensors[2];
+    const int slot = in.src_slot(2);
     const Coord4 s = ctx.meta(slot).padded();
     int64_t off = in.indices[15];
     int32_t o[4];
@@ -76,7 +76,7 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
     const UnaryStep act = UnaryStep::parse(flags_.act);
     for (float& x : d) x = act.apply(x);
   }
-  ctx.store(in.dst_tensors[0], tile_box(d0, m_rows, n_cols), d);
+  ctx.store(in.dst_slot(0), tile_box(d0, m_rows, n_cols), d);
 }
 
 }  // namespace mk

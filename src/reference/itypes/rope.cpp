@@ -19,9 +19,9 @@ void Rope::execute(const Instruction& in, ExecContext& ctx) const {
   const int64_t cd = (bcast_ >> 1 & 1) ? 1 : nd, cr = (bcast_ >> 2 & 1) ? 1 : rows;
   // x_bshd: the rows of the one (b, h) run along backing dim 1 (nd is 1), in the same row-major order.
   const std::vector<float> x =
-      ctx.load(in.src_tensors[0], x_bshd_ ? box_at(x0, rows, 1, D) : box_at(x0, nd, rows, D));
-  const std::vector<float> cs = ctx.load(in.src_tensors[1], box_at(c0, cd, cr, D));
-  const std::vector<float> sn = ctx.load(in.src_tensors[2], box_at(c0, cd, cr, D));
+      ctx.load(in.src_slot(0), x_bshd_ ? box_at(x0, rows, 1, D) : box_at(x0, nd, rows, D));
+  const std::vector<float> cs = ctx.load(in.src_slot(1), box_at(c0, cd, cr, D));
+  const std::vector<float> sn = ctx.load(in.src_slot(2), box_at(c0, cd, cr, D));
   std::vector<float> y(x.size());
   for (int64_t j = 0; j < nd; ++j)
     for (int64_t r = 0; r < rows; ++r) {
@@ -33,7 +33,7 @@ void Rope::execute(const Instruction& in, ExecContext& ctx) const {
         yr[c] = xr[c] * cs[crow + c] + rot * sn[crow + c];
       }
     }
-  ctx.store(in.dst_tensors[0], box_at(y0, nd, rows, D), y);
+  ctx.store(in.dst_slot(0), box_at(y0, nd, rows, D), y);
 }
 
 }  // namespace mk

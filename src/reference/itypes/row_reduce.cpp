@@ -10,7 +10,7 @@ void RowReduce::execute(const Instruction& in, ExecContext& ctx) const {
   const int32_t *x = in.indices, *y = in.indices + 4;
   const int64_t rows = in.indices[8], C = in.indices[9];
   const std::vector<float> v =
-      ctx.load(in.src_tensors[0], {{x[0], x[1], x[2], x[3]}, {x[0] + 1, x[1] + 1, x[2] + rows, x[3] + C}});
+      ctx.load(in.src_slot(0), {{x[0], x[1], x[2], x[3]}, {x[0] + 1, x[1] + 1, x[2] + rows, x[3] + C}});
   std::vector<float> out(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     double acc = 0;  // fp64 sum, rounded once: as close to any summation order as fp32 allows
@@ -20,7 +20,7 @@ void RowReduce::execute(const Instruction& in, ExecContext& ctx) const {
   // keepdim: rows run along the output's dim 2; otherwise along its dim 3 (row-major, same order).
   Box yb{{y[0], y[1], y[2], y[3]}, {y[0] + 1, y[1] + 1, y[2] + 1, y[3] + 1}};
   yb.hi[keepdim_ ? 2 : 3] += rows - 1;
-  ctx.store(in.dst_tensors[0], yb, out);
+  ctx.store(in.dst_slot(0), yb, out);
 }
 
 }  // namespace mk
