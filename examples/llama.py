@@ -4,13 +4,13 @@ and checked against eager.
 
     python examples/llama.py [--config tiny|1b|8b] [--layers N] [--seq S] [--batch B] [--verbose]
 
-Random bf16 weights. Runs on CUDA tensors when a GPU is present (the whole model as one megakernel launch;
-the 16-layer `1b` config has more tensor slots than the kernel parameter holds yet and falls back to the
-CPU reference interpreter with a warning, far too slow; 4 layers ran on the H200), else on CPU tensors
-(the reference interpreter; `1b` and `8b` are for `--dry-run` there). `8b` is meant for `--layers 4`.
+Random bf16 weights. Runs on CUDA tensors when a GPU is present (the whole model as one megakernel launch:
+`1b` with its 16 layers, and `8b` with 4 or all 32 layers, ran on an H200), else on CPU tensors (the
+reference interpreter; `1b` and `8b` are for `--dry-run` there).
 Prints the relative Frobenius error of the final hidden state, the argmax agreement of the
 logits (all positions, and those whose top two logits are no tie at bf16 precision) and the timings;
-exits 1 when the error exceeds 2e-2, the agreement on untied positions is below 99% or a NaN shows.
+exits 1 when they miss the limits of `verdict` (2e-2 and 99%, or, where eager in bf16 drifts as far, the
+same model in fp32 as the anchor) or a NaN shows.
 """
 from __future__ import annotations
 
@@ -187,6 +187,43 @@ def argmax_agreement(logits: torch.Tensor, logits_ref: torch.Tensor) -> tuple[fl
     return agree.float().mean().item(), agree[decisive].float().mean().item() if frac else 1.0, frac
 
 
+def verdict(h, logits, h_ref, logits_ref, fp32) -> tuple[bool, str]:
+    """Whether megakittens' outputs match eager's, and a one-line account.
+
+    h, h_ref: final hidden states; logits, logits_ref: logits or None (hidden state only); fp32: a
+    callable returning the same model's (hidden, logits or None) computed in fp32, called only when needed.
+    Match: relative error of h <= HIDDEN_TOL and argmax agreement >= ARGMAX_MIN on the decisive positions.
+    Two bf16 runs of a deep model with random weights drift apart through the layers (8B shape on the
+    H200: 2.8e-2 at 4 layers, 8.2e-2 at 32, about sqrt(layers)), so past either limit the fp32 model is
+    the anchor: megakittens must be at least as close to it as eager (hidden-state error within 10% of
+    eager's, and at most 5 x HIDDEN_TOL against eager; argmax agreement with it >= ARGMAX_MIN or at most
+    half a point below eager's).
+    """
+    err = rel_error(h, h_ref)
+    msg = f"hidden state relative error {err:.3e}"
+    ok = err <= HIDDEN_TOL
+    decisive = 1.0
+    if logits is not None:
+        agree, decisive, frac = argmax_agreement(logits, logits_ref)
+        msg += (f", logits argmax agreement {agree * 100:.2f}% ({decisive * 100:.2f}% on the {frac * 100:.0f}% of "
+                f"positions that are no bf16 tie)")
+    if ok and decisive >= ARGMAX_MIN:
+        return True, msg + " (ok)"
+    h32, logits32 = fp32()
+    if not ok:
+        mk32, eager32 = rel_error(h, h32), rel_error(h_ref, h32)
+        ok = err <= 5 * HIDDEN_TOL and mk32 <= 1.1 * eager32
+        msg += f"; vs the fp32 model: megakittens {mk32:.3e}, eager {eager32:.3e}"
+    else:
+        ok = True
+    if logits is not None and decisive < ARGMAX_MIN:
+        mk32 = argmax_agreement(logits, logits32)[1]
+        eager32 = argmax_agreement(logits_ref, logits32)[1]
+        ok = ok and (mk32 >= ARGMAX_MIN or mk32 >= eager32 - 0.005)
+        msg += f"; argmax agreement with the fp32 model on its decisive positions: megakittens {mk32 * 100:.2f}%, eager {eager32 * 100:.2f}%"
+    return ok, msg + (" (ok: eager in bf16 drifts as far from the fp32 model)" if ok else " (FAIL)")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     p.add_argument("--config", choices=sorted(CONFIGS), default="tiny")
@@ -235,15 +272,11 @@ def main() -> int:
         times.append(time.perf_counter() - t0)
     eager = sorted(times[1:])[len(times[1:]) // 2]
 
-    err = rel_error(h, h_ref)
-    agree, decisive, frac = argmax_agreement(logits, logits_ref)
-    ok = err <= HIDDEN_TOL and decisive >= ARGMAX_MIN
     print(f"llama {a.config}: {args.n_layer} layers, dim {args.dim}, heads {args.n_head}/{args.n_local_heads}, "
           f"vocab {args.vocab_size}, batch {a.batch}, seq {seq} on {device}")
     print(f"first call {first:.2f} s (compile + run), second call {second * 1e3:.1f} ms, eager {eager * 1e3:.1f} ms")
-    print(f"hidden state relative error {err:.3e}, logits argmax agreement {agree * 100:.2f}% "
-          f"({decisive * 100:.2f}% on the {frac * 100:.0f}% of positions that are no bf16 tie) "
-          f"({'ok' if ok else f'FAIL: limits {HIDDEN_TOL} and {ARGMAX_MIN * 100:.0f}%'})")
+    ok, msg = verdict(h, logits, h_ref, logits_ref, lambda: model.float()(idx))
+    print(msg)
     return 0 if ok else 1
 
 

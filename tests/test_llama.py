@@ -70,6 +70,31 @@ def test_tiny_example_matches_eager():
     assert not any(t.startswith(("ElementwiseUnary", "ElementwiseBinary")) for t in it), it
 
 
+def test_verdict_takes_the_fp32_model_as_anchor_when_bf16_runs_drift():
+    """examples/llama.py verdict: a close match passes without the fp32 model; past the limits, megakittens
+    passes only when it is as close as eager to the fp32 model."""
+    verdict = _example().verdict
+    torch.manual_seed(0)
+    h32 = torch.randn(64, 256)
+    logits32 = torch.randn(64, 512) * 4
+    drift = lambda scale: (h32 + scale * torch.randn_like(h32), logits32 + scale * torch.randn_like(logits32))
+
+    def no_fp32():
+        raise AssertionError("the fp32 model is not needed for a close match")
+
+    h_ref, l_ref = drift(0.05)
+    assert verdict(h_ref + 1e-3 * torch.randn_like(h_ref), l_ref, h_ref, l_ref, no_fp32)[0]
+    h, lg = drift(0.05)  # as far from fp32 as eager, but ~7e-2 from eager: drift, passes
+    ok, msg = verdict(h, lg, h_ref, l_ref, lambda: (h32, logits32))
+    assert ok and "fp32" in msg, msg
+    h, lg = drift(0.09)  # farther from fp32 than eager (and > 1.1x): fails
+    ok, msg = verdict(h, lg, h_ref, l_ref, lambda: (h32, logits32))
+    assert not ok and msg.endswith("(FAIL)"), msg
+    h_nan = h_ref.clone()
+    h_nan[0, 0] = float("nan")
+    assert not verdict(h_nan, None, h_ref, None, lambda: (h32, None))[0]
+
+
 def test_tiny_example_support_report(capsys):
     llama = _example()
     args = replace(llama.CONFIGS["tiny"], n_layer=1)
