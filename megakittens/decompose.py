@@ -10,6 +10,9 @@ that have one.
   support report names them.
 - ``aten.split.Tensor`` / ``aten.split_with_sizes`` (GPT-2's fused q/k/v projection): one ``slice`` view
   per piece, which the tracer reads as a view of the input (no copy).
+- ``aten.unbind.int`` (``q, k, v = qkv.unbind(2)``): one ``select`` view per index, as ``split``.
+- ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
+  one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
 torch's own table (torch._decomp) lowers these to prims (``prims.var``, ``split_with_sizes``) that the
 tracer does not take either.
@@ -57,8 +60,22 @@ def _split(x: torch.Tensor, split_size: int, dim: int = 0) -> list:
     return _split_sizes(x, sizes, dim)
 
 
+def _unbind(x: torch.Tensor, dim: int = 0) -> list:
+    dim = dim % x.dim() if x.dim() else 0
+    return [aten.select.int(x, dim, i) for i in range(x.shape[dim])]
+
+
+def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
+    if not tensors:
+        return NotImplemented
+    dim = dim % (tensors[0].dim() + 1)
+    return aten.cat.default([aten.unsqueeze.default(t, dim) for t in tensors], dim)
+
+
 TABLE = {
     aten.native_layer_norm.default: _layer_norm,
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_sizes,
+    aten.unbind.int: _unbind,
+    aten.stack.default: _stack,
 }

@@ -1,5 +1,6 @@
 """megakittens/decompose.py: aten ops rewritten, while Dynamo's graph is lowered to aten, into ops that have
-instruction types: LayerNorm (fp32 statistics, one rounding) and split (slice views)."""
+instruction types: LayerNorm (fp32 statistics, one rounding), split and unbind (slice and select views),
+stack (one cat)."""
 from __future__ import annotations
 
 import pytest
@@ -70,3 +71,29 @@ def test_split_becomes_slice_views(how):
     x, y = randn(rows, cols), randn(rows // 3 if how == "dim0" else rows, 192)
     out, ref = megakittens.compile(fn)(x, y), fn(x, y)
     assert rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+    kinds = [node.itype for node in mk_backend.dispatchers[-1].program.nodes]
+    assert not any(k.startswith("Copy") for k in kinds), kinds  # the pieces are views
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unbind_becomes_select_views(dim):
+    def fn(x):
+        a, b, c = x.unbind(dim)
+        return a * b + c
+
+    shape = {0: (3, 48, 128), 1: (48, 3, 128), -1: (48, 128, 3)}[dim]
+    x = randn(*shape)
+    out, ref = megakittens.compile(fn)(x), fn(x)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_stack_becomes_one_cat(dim):
+    def fn(x, y):  # as interleaved RoPE: stack((-x2, x1), -1)
+        return torch.stack((-y, x * 2, y), dim=dim) + 1
+
+    x, y = randn(48, 128), randn(48, 128)
+    out, ref = megakittens.compile(fn)(x, y), fn(x, y)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+    kinds = [node.itype for node in mk_backend.dispatchers[-1].program.nodes]
+    assert sum(k.startswith("Cat") for k in kinds) == 1 and not any("stack" in k for k in kinds), kinds
