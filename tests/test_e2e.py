@@ -208,3 +208,9 @@ def test_more_than_256_tensor_slots():
         hi = [(words[i][0] >> (16 + k)) & 1 for k in range(16)]
         assert [l | h << 8 for l, h in zip(lo, hi)] == d["src_tensors"]
         assert [(words[i][5 + k // 2] >> (16 * (k % 2))) & 0xFFFF for k in range(4)] == d["dst_tensors"]
+
+
+def test_too_many_tensor_slots_names_the_count():
+    args = many_slots_inputs(n=520)
+    with pytest.raises(Exception, match=r"needs (\d+) tensor slots, at most 512 .*node 'arg\d+_1'.*smaller pieces"):
+        megakittens.compile(many_slots)(*args)

@@ -20,10 +20,8 @@ struct PoolEntry {
   std::vector<int> arrivers;   // scheduled nodes: the old producer and all its readers
 };
 
+// Past kMaxSlots the assignment goes on, so that the error at the end can say how many slots the graph needs.
 int new_slot(ScheduleState& st, const TensorMeta& meta, int producer) {
-  if (static_cast<int>(st.prog.slots.size()) >= kMaxSlots)
-    fail("graph '", st.dag.name, "' needs more than ", kMaxSlots, " tensor slots (node '",
-         st.dag.nodes[producer].name, "')");
   st.prog.slots.push_back(meta);
   st.prog.slot_producer.push_back(producer);
   st.prog.slot_base.push_back(-1);
@@ -158,6 +156,10 @@ void phase2_assign_slots(ScheduleState& st) {
     prog.output_slots.push_back(st.out_slot[e.node][e.output]);
     prog.output_ranges.push_back(e.range);
   }
+  if (prog.slots.size() > static_cast<size_t>(kMaxSlots))
+    fail("graph '", dag.name, "' needs ", prog.slots.size(), " tensor slots, at most ", kMaxSlots,
+         " fit an instruction's 9-bit slot ids (the first past the limit: node '",
+         dag.nodes[prog.slot_producer[kMaxSlots]].name, "'); compile the model in smaller pieces (groups of layers)");
 }
 
 }  // namespace mk
