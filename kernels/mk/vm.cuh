@@ -201,7 +201,7 @@ struct Ctx {
   __device__ const i32* idx() const { return words + kWIndices; }
   // [Note: slot bits] in src/schedule/instruction.h: an input slot's bit 8 sits in w0's upper half.
   __device__ int src_slot(int k) const {
-    return ((words[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff) | ((words[kWIcode] >> (16 + k) & 1) << 8);
+    return ((words[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff) | (((words[kWIcode] >> (16 + k)) & 1) << 8);
   }
   __device__ int dst_slot(int k) const { return (words[kWDstTensors + k / 2] >> (16 * (k % 2))) & 0xffff; }
   __device__ int count_byte(int k) const { return (words[kWCounts] >> (8 * k)) & 0xff; }
