@@ -176,7 +176,7 @@ void check_program(const Program& p, const std::vector<SlotBuffer>& bufs) {
   for (int64_t i = 0; i < n; ++i) {
     const Instruction& in = p.instructions[i];
     const int node = p.instruction_node[i];
-    if (in.icode < 0 || in.icode >= static_cast<int>(p.icodes.size()) || !p.icodes[in.icode])
+    if (in.icode >= static_cast<int>(p.icodes.size()) || !p.icodes[in.icode])
       fail<std::logic_error>("instruction ", i, " has icode ", in.icode, " of ", p.icodes.size());
     if (node < -1 || node >= static_cast<int>(p.nodes.size()) || (node < 0 && in.icode != 0))
       fail<std::logic_error>("instruction ", i, " has node ", node, " of ", p.nodes.size());
