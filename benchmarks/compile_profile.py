@@ -10,8 +10,8 @@ everything below), the capture (``backend.capture_inference``), the FX folds, ``
 ``_C.schedule``, the Dispatcher's construction, and what the GPU runtime would do on its first call that
 needs no GPU (``_C.gpu_generate_source`` and the cache key's sha256 over the source and kernels/). The
 dispatcher's first call (the CPU reference interpreter) is not run: it returns zeros of the output shapes.
-``small``: hidden 256, 4 heads, 2 KV heads, intermediate 512, vocab 512, seq 64 (the HF model needs
-``--layers 12`` or fewer there: 16 layers exceed the 256 tensor slots); ``1b``: Llama-3.2-1B shapes (hidden
+``small``: hidden 256, 4 heads, 2 KV heads, intermediate 512, vocab 512, seq 64 (the HF model at 16 layers
+takes 259 of the 512 tensor slots there); ``1b``: Llama-3.2-1B shapes (hidden
 2048, seq 1024; only the graph and instruction counts matter, the weights are random).
 """
 from __future__ import annotations
