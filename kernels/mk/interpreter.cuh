@@ -66,6 +66,14 @@ __device__ __forceinline__ void write_words(i32* words, i32 w0, i32 w1, int lane
   }
 }
 
+// Loads table row `row`'s words (lane l: words l and 32 + l) and writes them to `words`; returns the lane's
+// first word (lane 0: the icode word).
+__device__ __forceinline__ i32 fetch_words(const Common& g, long long row, i32* words, int lane) {
+  const i32 w0 = g.instructions[row * 64 + lane];
+  write_words(words, w0, g.instructions[row * 64 + lane + 32], lane);
+  return w0;
+}
+
 // Controller (warp 8): rename pages, fetch, recycle the stage, init semaphores, publish.
 template <class V>
 __device__ void controller(Ctx& c) {
@@ -107,10 +115,7 @@ __device__ void controller(Ctx& c) {
         unit = __shfl_sync(0xffffffffu, unit, 0);
         if (unit < units) row = unit;
       }
-      if (row >= 0) {
-        w0 = g.instructions[row * 64 + c.lane];
-        write_words(words, w0, g.instructions[row * 64 + c.lane + 32], c.lane);
-      }
+      if (row >= 0) w0 = fetch_words(g, row, words, c.lane);
     }
     if (iter >= 2) {
       if (!wait(c, &sh.inst_finished[s], static_cast<u32>(((iter - 2) >> 1) & 1), 4, 20 + s)) break;
@@ -140,10 +145,7 @@ __device__ void controller(Ctx& c) {
         if (c.lane < kNumPages) pid = sh.claim_pid[s][c.lane];
       }
       if (g.global_queue && unit < units) row = unit * kClusterSize + rank;
-      if (row >= 0) {
-        w0 = g.instructions[row * 64 + c.lane];
-        write_words(words, w0, g.instructions[row * 64 + c.lane + 32], c.lane);
-      }
+      if (row >= 0) w0 = fetch_words(g, row, words, c.lane);
     }
     const int index = static_cast<int>(row);  // -1: no more work
     if (c.lane == 0) {
