@@ -37,9 +37,6 @@ constexpr int kPageBytes = 32768;
 constexpr int kDynamicSmem = kNumPages * kPageBytes + 1024;  // 230,400 B: pages + 1 KB alignment
 constexpr int kMaxSemaphores = 32;
 constexpr int kConsumerWarps = 8;
-// Named barrier of the 8 consumer warps (0 is __syncthreads). They run one instruction at a time, so
-// every IType's consumers may use it (mk/simt.cuh, rms_norm.cuh [Note: rms spread]).
-constexpr int kConsumerBarrier = 1;
 constexpr int kControllerWarp = 8, kLoaderWarp = 9, kStorerWarp = 10, kSpareWarp = 11;
 constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on instruction_finished
 // setmaxnreg split (DESIGN §6): the consumer warpgroups own the wgmma accumulators (Attention with
@@ -154,10 +151,7 @@ constexpr int kMapFenceWords = MK_MAPS_IN_GLOBAL ? (kNumMaps + 31) / 32 : 1;
 using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 
 // One decoded instruction and its per-instruction state (seed §08).
-// [Note: stage scratch] An instruction's semaphores are sems[0, num_semaphores); the controller
-// invalidates them before it reuses the stage, so the words past them are plain shared memory that the
-// instruction owns from its publish to its finish: an IType may use them as scratch (Ctx::scratch).
-struct alignas(16) Stage {  // 16-byte aligned: Ctx::scratch is read as float4
+struct Stage {
   i32 pid[8];              // physical page of each logical page
   u64 sems[kMaxSemaphores];
   i32 num_sems;
@@ -217,9 +211,6 @@ struct Ctx {
   __device__ int num_dst() const { return (count_byte(2) & 15) + (count_byte(2) >> 4); }
   __device__ unsigned char* page(int lid) const { return pages + st->pid[lid] * kPageBytes; }
   __device__ u64* sem(int i) const { return &st->sems[i]; }
-  // [Note: stage scratch]: the words of sems[first, kMaxSemaphores) as floats (16-byte aligned for even
-  // `first`); first >= the IType's num_semaphores.
-  __device__ float* scratch(int first) const { return reinterpret_cast<float*>(&st->sems[first]); }
   // The slot's 128x128 tile map, and its k-th 64x64 swizzled map. TMA is issued by lane 0 of the loader
   // or storer warp only: that lane owns its role's fence bitmask (other lanes get the address unfenced).
   __device__ const TensorMap* map(int slot) const { return tensor_map(slot); }
