@@ -273,7 +273,9 @@ def _check_vs_eager(case, global_queue, cluster, fuse):
 @pytest.mark.parametrize("shape,weighted", [((2000, 8192), True), ((901, 4100), False), ((300, 16384), False)])
 def test_rms_norm_row_pages(shape, weighted, pages, global_queue):
     """RMSNorm instructions of 1, 2 and 3 row pages (the unused row lids rotate: rms_norm.cuh [Note: page
-    release order]), bulk rows (C 8192: 2 rows a page; C 16384: 1) and generic ones (C 4100: 3 rows a page)."""
+    release order]), bulk rows (C 8192: 2 rows a page; C 16384: 1) and generic ones (C 4100: 3 rows a page).
+    Instructions of at most 4 bulk rows spread each row over all consumer warps (rms_norm.cuh [Note: rms
+    spread])."""
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
     from megakittens import gpu

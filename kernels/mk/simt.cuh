@@ -51,7 +51,7 @@ __device__ __forceinline__ void st_f32(u64 ptr, Dt dt, long long i, float v) {
 __device__ __forceinline__ void st_f32(const SlotDesc& s, long long i, float v) { st_f32(s.ptr, slot_dtype(s), i, v); }
 
 constexpr int kSimtThreads = kConsumerWarps * 32;
-constexpr int kSimtBarrier = 1;  // named barrier id (0 is __syncthreads)
+constexpr int kSimtBarrier = kConsumerBarrier;
 
 // [Note: SIMT chunks] A body walks its tile in chunks of V elements along a row: V = 8 when every slot
 // it touches is bf16 and each chunk is 16-byte aligned (one 128-bit load or store), else V = 1 (any

@@ -37,6 +37,9 @@ constexpr int kPageBytes = 32768;
 constexpr int kDynamicSmem = kNumPages * kPageBytes + 1024;  // 230,400 B: pages + 1 KB alignment
 constexpr int kMaxSemaphores = 32;
 constexpr int kConsumerWarps = 8;
+// Named barrier of the 8 consumer warps (0 is __syncthreads). They run one instruction at a time, so
+// every IType's consumers may use it (mk/simt.cuh, rms_norm.cuh [Note: rms spread]).
+constexpr int kConsumerBarrier = 1;
 constexpr int kControllerWarp = 8, kLoaderWarp = 9, kStorerWarp = 10, kSpareWarp = 11;
 constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on instruction_finished
 // setmaxnreg split (DESIGN §6): the consumer warpgroups own the wgmma accumulators (Attention with
@@ -151,7 +154,10 @@ constexpr int kMapFenceWords = MK_MAPS_IN_GLOBAL ? (kNumMaps + 31) / 32 : 1;
 using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 
 // One decoded instruction and its per-instruction state (seed §08).
-struct Stage {
+// [Note: stage scratch] An instruction's semaphores are sems[0, num_semaphores); the controller
+// invalidates them before it reuses the stage, so the words past them are plain shared memory that the
+// instruction owns from its publish to its finish: an IType may use them as scratch (Ctx::scratch).
+struct alignas(16) Stage {  // 16-byte aligned: Ctx::scratch is read as float4
   i32 pid[8];              // physical page of each logical page
   u64 sems[kMaxSemaphores];
   i32 num_sems;
@@ -211,6 +217,9 @@ struct Ctx {
   __device__ int num_dst() const { return (count_byte(2) & 15) + (count_byte(2) >> 4); }
   __device__ unsigned char* page(int lid) const { return pages + st->pid[lid] * kPageBytes; }
   __device__ u64* sem(int i) const { return &st->sems[i]; }
+  // [Note: stage scratch]: the words of sems[first, kMaxSemaphores) as floats (16-byte aligned for even
+  // `first`); first >= the IType's num_semaphores.
+  __device__ float* scratch(int first) const { return reinterpret_cast<float*>(&st->sems[first]); }
   // The slot's 128x128 tile map, and its k-th 64x64 swizzled map. TMA is issued by lane 0 of the loader
   // or storer warp only: that lane owns its role's fence bitmask (other lanes get the address unfenced).
   __device__ const TensorMap* map(int slot) const { return tensor_map(slot); }
@@ -304,6 +313,11 @@ __device__ __forceinline__ bool watchdog_ok(Ctx& c, Watch& w, int site, int barr
 
 // Warp-uniform wait for the phase of `bar` with parity `parity`: lane 0 spins under the watchdog,
 // then every lane observes the completed phase itself (acquire). False on abort.
+// [Note: reconverge after a wait] The other lanes' poll loop diverges the warp (lane 0 leaves it at
+// once), and nothing made the code after the wait run converged: RMSNorm's consumer loop written as
+// `ok = wait(a) && wait(b)` instead of two early returns ran its row loops twice as long (compute 2.3 ->
+// 4.8 us per instruction, 80 -> 60% of copy bandwidth; benchmarks/notes.md session 13), identical
+// loops in the SASS. The closing __syncwarp makes every caller continue converged.
 __device__ __forceinline__ bool warp_ok(Ctx& c, bool ok) {
   __syncwarp();  // orders lane 0's acquire before the other lanes' later accesses
   ok = __shfl_sync(0xffffffffu, ok ? 1 : 0, 0) != 0;
@@ -323,6 +337,7 @@ __device__ __forceinline__ bool wait(Ctx& c, u64* bar, u32 parity, int site = 3,
   }
   if (!warp_ok(c, ok)) return false;
   if (c.lane != 0) while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {}
+  __syncwarp();  // [Note: reconverge after a wait]
   return true;
 }
 

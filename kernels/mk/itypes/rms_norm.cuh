@@ -12,6 +12,10 @@
 #pragma once
 #include "mk/itypes/elementwise.cuh"
 
+#ifndef MK_RMS_SPREAD  // 0: warp-per-row only (A/B switch for [Note: rms spread])
+#define MK_RMS_SPREAD 1
+#endif
+
 namespace mk {
 
 // P: struct { static constexpr float eps; static constexpr bool has_weight; }
@@ -152,56 +156,102 @@ struct RMSNorm {
 #endif
   }
 
+  // [Note: rms spread] Warp w normalising rows w, w + 8, ... leaves warps idle when an instruction has
+  // fewer than 8 rows (C = 16384: 3 rows): the instruction's compute, hence its pages' residency, is one
+  // warp's pass over a whole 32 KB row. With at most kSpreadRows rows, every row is spread over all 256
+  // consumer threads instead: each warp writes its partial sum of squares of row r to the stage scratch
+  // ([Note: stage scratch], after the 3 semaphores), one named barrier, then every thread adds the row's
+  // 8 partials and scales its part. Every consumer thread reaches the barrier, also after an abort, so
+  // no warp is left waiting there. Measured (H200, % of copy, per_sm / global): 16384^2 77 / 80 ->
+  // 83 / 89 (3 rows); at 16384 x 8192 (6 rows) spreading was slower than warp-per-row (75 vs 83 global,
+  // the barrier costs more than the 2 idle warps), hence the limit of 4 rows.
+  static constexpr int kScratchSem = 4;
+  static constexpr int kSpreadRows = kConsumerWarps / 2;  // half the warps or more idle under warp-per-row
+  static_assert(kSpreadRows * kConsumerWarps <= (kMaxSemaphores - kScratchSem) * 2, "the partials fit the scratch");
+  static_assert(num_semaphores <= kScratchSem, "the scratch starts past the semaphores");
+
+  // Sum of squares of the 16-byte vectors j0, j0 + step, ... < V of a row (C % 8 == 0).
+  static __device__ __forceinline__ float sum_sq(const uint4* row, int j0, int V, int step) {
+    float ss = 0.f;
+#pragma unroll 4
+    for (int j = j0; j < V; j += step) {
+      const uint4 v = row[j];
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = __bfloat1622float2(h[k]);
+        ss += f.x * f.x + f.y * f.y;
+      }
+    }
+    return ss;
+  }
+  // row[j] = bf16(row[j] * inv * w[j]) over the same vectors, rounded once.
+  static __device__ __forceinline__ void scale(uint4* row, const uint4* w, int j0, int V, int step, float inv) {
+#pragma unroll 4
+    for (int j = j0; j < V; j += step) {
+      uint4 v = row[j];
+      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
+      uint4 wv;
+      if constexpr (P::has_weight) wv = w[j];
+      const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&wv);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = __bfloat1622float2(h[k]);
+        float2 g = make_float2(1.f, 1.f);
+        if constexpr (P::has_weight) g = __bfloat1622float2(wh[k]);
+        h[k] = __floats2bfloat162_rn(f.x * inv * g.x, f.y * inv * g.y);
+      }
+      row[j] = v;
+    }
+  }
+  static __device__ __forceinline__ float inv_rms(float ss, int C) {
+    return rsqrtf(ss / static_cast<float>(C) + P::eps);
+  }
+  static __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+  }
+
   static __device__ void compute(Ctx& c) {
-    if (!wait(c, c.sem(kRowsLoaded), 0)) return;
-    if constexpr (P::has_weight)
-      if (!wait(c, c.sem(kWeightLoaded), 0)) return;
     const i32* idx = c.idx();
     const int rows = idx[12], C = idx[13];
+    const bool vec = (C % 8) == 0;
+    bool ok = wait(c, c.sem(kRowsLoaded), 0);
+    if constexpr (P::has_weight) ok = ok && wait(c, c.sem(kWeightLoaded), 0);
     const Rows rw(c, C);
     const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
-    const bool vec = (C % 8) == 0;
-    for (int r = c.warp; r < rows; r += kConsumerWarps) {
-      __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
-      float ss = 0.f;
-      if (vec) {
-#pragma unroll 4
-        for (int j = c.lane; j < C / 8; j += 32) {
-          const uint4 v = reinterpret_cast<const uint4*>(row)[j];
-          const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const float2 f = __bfloat1622float2(h[k]);
-            ss += f.x * f.x + f.y * f.y;
-          }
+    const uint4* w4 = reinterpret_cast<const uint4*>(w);
+    if (MK_RMS_SPREAD && vec && rows <= kSpreadRows) {  // [Note: rms spread]
+      const int tid = c.warp * 32 + c.lane, V = C / 8;
+      float* part = c.scratch(kScratchSem);
+      if (ok)
+        for (int r = 0; r < rows; ++r) {
+          const float ss = warp_sum(sum_sq(reinterpret_cast<const uint4*>(rw.at(r)), tid, V, kSimtThreads));
+          if (c.lane == 0) part[r * kConsumerWarps + c.warp] = ss;
         }
-      } else {
+      ptx::named_sync<kConsumerBarrier>(kSimtThreads);
+      if (!ok) return;
+      for (int r = 0; r < rows; ++r) {
+        const float4 a = reinterpret_cast<const float4*>(part)[2 * r], b = reinterpret_cast<const float4*>(part)[2 * r + 1];
+        const float ss = ((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w));
+        scale(reinterpret_cast<uint4*>(rw.at(r)), w4, tid, V, kSimtThreads, inv_rms(ss, C));
+      }
+    } else {
+      if (!ok) return;
+      for (int r = c.warp; r < rows; r += kConsumerWarps) {
+        __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+        if (vec) {
+          uint4* row4 = reinterpret_cast<uint4*>(row);
+          scale(row4, w4, c.lane, C / 8, 32, inv_rms(warp_sum(sum_sq(row4, c.lane, C / 8, 32)), C));
+          continue;
+        }
+        float ss = 0.f;
         for (int e = c.lane; e < C; e += 32) {
           const float f = __bfloat162float(row[e]);
           ss += f * f;
         }
-      }
-#pragma unroll
-      for (int m = 16; m > 0; m >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, m);
-      const float inv = rsqrtf(ss / static_cast<float>(C) + P::eps);
-      if (vec) {
-#pragma unroll 4
-        for (int j = c.lane; j < C / 8; j += 32) {
-          uint4 v = reinterpret_cast<const uint4*>(row)[j];
-          __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
-          uint4 wv;
-          if constexpr (P::has_weight) wv = reinterpret_cast<const uint4*>(w)[j];
-          const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&wv);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            float2 f = __bfloat1622float2(h[k]);
-            float2 g = make_float2(1.f, 1.f);
-            if constexpr (P::has_weight) g = __bfloat1622float2(wh[k]);
-            h[k] = __floats2bfloat162_rn(f.x * inv * g.x, f.y * inv * g.y);
-          }
-          reinterpret_cast<uint4*>(row)[j] = v;
-        }
-      } else {
+        const float inv = inv_rms(warp_sum(ss), C);
         for (int e = c.lane; e < C; e += 32) {
           const float g = P::has_weight ? __bfloat162float(w[e]) : 1.f;
           row[e] = __float2bfloat16_rn(__bfloat162float(row[e]) * inv * g);
