@@ -24,9 +24,13 @@ def targets(files) -> list:
            and ("16384x8192" in r["case"] or "16384x16384" in r["case"])]
     for name in ("relu", "add", "rmsnorm"):
         rs = [r for r in big if r["case"].startswith(name)]
-        if rs:
-            best = max(r["pct_of_copy"] for r in rs)
-            out.append(f"| {name} >= 85% of copy bandwidth (>= 256 MB) | {best:.0f}% | {'yes' if best >= 85 else 'no'} |")
+        if rs:  # every size must meet it: the best row (queue mode, run) of each size, then the worst size
+            size = lambda r: r["case"].split()[1]
+            per = {s: max(r["pct_of_copy"] for r in rs if size(r) == s) for s in {size(r) for r in rs}}
+            worst = min(per, key=per.get)
+            sizes = ", ".join(f"{s}: {v:.0f}%" for s, v in sorted(per.items()))
+            out.append(f"| {name} >= 85% of copy bandwidth (every size >= 256 MB) | {sizes} | "
+                       f"{'yes' if per[worst] >= 85 else 'no'} |")
     ch = [r for r in rows if r["suite"] == "chain"]
     if ch:
         best = min(ch, key=lambda r: r["megakittens"])

@@ -371,6 +371,7 @@ __device__ __forceinline__ bool wait_cluster(Ctx& c, u64* bar, u32 parity, int s
   if (!warp_ok(c, ok)) return false;
   if (c.lane != 0)
     while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity)) {}
+  __syncwarp();  // [Note: reconverge after a wait]
   return true;
 }
 
