@@ -317,7 +317,8 @@ __device__ __forceinline__ bool watchdog_ok(Ctx& c, Watch& w, int site, int barr
 // once), and nothing made the code after the wait run converged: RMSNorm's consumer loop written as
 // `ok = wait(a) && wait(b)` instead of two early returns ran its row loops twice as long (compute 2.3 ->
 // 4.8 us per instruction, 80 -> 60% of copy bandwidth; benchmarks/notes.md session 13), identical
-// loops in the SASS. The closing __syncwarp makes every caller continue converged.
+// loops in the SASS; with this closing __syncwarp the same code ran at full speed again. So every caller
+// continues converged, whatever its control flow compiles to.
 __device__ __forceinline__ bool warp_ok(Ctx& c, bool ok) {
   __syncwarp();  // orders lane 0's acquire before the other lanes' later accesses
   ok = __shfl_sync(0xffffffffu, ok ? 1 : 0, 0) != 0;
