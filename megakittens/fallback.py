@@ -133,7 +133,8 @@ def _supported_nodes(gm: torch.fx.GraphModule, graph: Any, options: Options) -> 
                 why[n] = f"fused into '{nodes[o].name}', which cannot be compiled: {reason[o]}"
             else:
                 supported.add(n)
-        elif o == _C.OP_UNIT_NOT_OP and n.op in ("call_function", "call_method", "call_module"):
+        elif (o == _C.OP_UNIT_NOT_OP and n.op in ("call_function", "call_method", "call_module")
+              and fx_export.target_name(n) != "getitem"):  # an unread output of a multi-output op
             why[n] = f"node '{n.name}' ({fx_export.target_name(n)}): the output does not depend on it (a side effect)"
     # A getitem goes with the op it picks from; a view with the ops that read it (their unit graphs
     # folded it), so it is supported when any reader is: users come later, hence the reverse walk.

@@ -10,6 +10,15 @@ TARGETS = (None, "b200", "h200")
 # Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces,
 # RMSNorm row pages per instruction.
 PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k", "gemm_split_chain_steps", "rms_norm_pages")
+# The values each override may take (the device bodies' limits: kernels/mk/itypes/gemm.cuh runs 64-column
+# boxes in tiles of at most 256 columns, rms_norm.cuh at most 3 row pages), as (test, what it means).
+_OVERRIDE_RANGES = {
+    "gemm_n": (lambda v: 64 <= v <= 256 and v % 64 == 0, "a multiple of 64 from 64 to 256"),
+    "gemm_n_narrow": (lambda v: v == 0 or (64 <= v <= 256 and v % 64 == 0), "0 (off) or a multiple of 64 from 64 to 256"),
+    "gemm_split_k": (lambda v: 1 <= v <= 64, "from 1 (never split) to 64"),
+    "gemm_split_chain_steps": (lambda v: 0 <= v <= 1000, "from 0 to 1000"),
+    "rms_norm_pages": (lambda v: 1 <= v <= 3, "1, 2 or 3"),
+}
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")
 
@@ -45,7 +54,7 @@ class Options:
     def profile(self):
         """The target ``_C.Profile`` (``profile_args``), with the overrides of the environment variable
         ``MEGAKITTENS_PROFILE="gemm_split_k=1,gemm_n_narrow=0"`` (fields in PROFILE_OVERRIDES, int values)
-        applied. Raises ValueError naming a malformed entry or an unknown field."""
+        applied. Raises ValueError naming a malformed entry, an unknown field or a value out of its range."""
         import os  # noqa: PLC0415
         from megakittens import _C  # noqa: PLC0415
         p = _C.Profile.by_name(*self.profile_args())
@@ -54,7 +63,13 @@ class Options:
             if key not in PROFILE_OVERRIDES or not value.lstrip("-").isdigit():
                 raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {item!r} must be <field>=<int> with field "
                                  f"one of {', '.join(PROFILE_OVERRIDES)}")
+            ok, what = _OVERRIDE_RANGES[key]
+            if not ok(int(value)):
+                raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {item!r}: {key} must be {what}, got {int(value)}")
             setattr(p, key, int(value))
+        if p.gemm_n_narrow > p.gemm_n:
+            raise ValueError(f"megakittens: MEGAKITTENS_PROFILE: gemm_n_narrow ({p.gemm_n_narrow}) must not exceed "
+                             f"gemm_n ({p.gemm_n})")
         return p
 
     def profile_args(self) -> tuple[str, int]:

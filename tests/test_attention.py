@@ -33,6 +33,24 @@ def test_sdpa_on_the_reference(B, H, Hk, Sq, Sk, D, causal, scale):
     check_close(out, fn(*[a.float() for a in args]))
 
 
+def repeat_kv_sdpa(q, k, v):
+    """Hugging Face's repeat_kv written out in front of SDPA (a rank-5 expand)."""
+    n = q.shape[1] // k.shape[1]
+    k = k[:, :, None].expand(k.shape[0], k.shape[1], n, *k.shape[2:]).reshape(k.shape[0], -1, *k.shape[2:])
+    v = v[:, :, None].expand(v.shape[0], v.shape[1], n, *v.shape[2:]).reshape(v.shape[0], -1, *v.shape[2:])
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+@pytest.mark.parametrize("Hk", [1, 2])
+def test_repeat_kv_folds_into_gqa(Hk):
+    """src/trace/fuse_repeat_kv.h: the repeat goes, Attention reads KV head h / (H / Hk); with one KV head
+    the expand is viewable and Dynamo's graph has no clone, which the fusion matches too."""
+    args = [randn(1, 4, 48, 64), randn(1, Hk, 48, 64), randn(1, Hk, 48, 64)]
+    out = megakittens.compile(repeat_kv_sdpa)(*args)
+    assert mk_backend.dispatchers[-1].program.icodes[1:] == ["Attention(causal=1,scale=0.125)"]
+    check_close(out, repeat_kv_sdpa(*[a.float() for a in args]))
+
+
 def bshd(q, k, v):
     B, S, _ = q.shape
     return F.scaled_dot_product_attention(q.view(B, S, 4, 64).transpose(1, 2), k.view(B, S, 2, 64).transpose(1, 2),

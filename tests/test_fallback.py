@@ -337,3 +337,27 @@ def test_dry_run_reports_zero_size_ops(capsys):
     torch.testing.assert_close(megakittens.compile(zero_size_mixed, dry_run=True)(x, w, e), zero_size_mixed(x, w, e))
     out = capsys.readouterr().out
     assert "node(s) cannot be compiled" in out and "zero-size tensors are not supported, got shape [0, 8]" in out
+
+
+def repeat_kv_attention(q, k, v):
+    """Hugging Face's repeat_kv written out, then SDPA, then an op with no instruction type."""
+    n = q.shape[1] // k.shape[1]
+    k = k[:, :, None].expand(k.shape[0], k.shape[1], n, *k.shape[2:]).reshape(k.shape[0], -1, *k.shape[2:])
+    v = v[:, :, None].expand(v.shape[0], v.shape[1], n, *v.shape[2:]).reshape(v.shape[0], -1, *v.shape[2:])
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True).cumsum(-1)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_repeat_kv_stays_with_its_attention(kv_heads, capsys):
+    """The rank-5 repeat_kv views compile inside the attention's partition, not eagerly, though alone they
+    cannot compile (trace/op_units.cpp runs the repeat_kv fusion too); with one KV head there is no clone
+    (the expand is viewable), which the fusion matches as well."""
+    q, k, v = randn(1, 4, 32, 64), randn(1, kv_heads, 32, 64), randn(1, kv_heads, 32, 64)
+    check_close(compile_eager_fallback(repeat_kv_attention)(q, k, v), repeat_kv_attention(q, k, v))
+    assert split().num_megakernels == 1 and split().failed == []
+    assert eager_targets() == ["aten.cumsum.default"], split().eager
+    assert any("scaled_dot_product" in op for op in split().megakernels[0][1])
+    torch._dynamo.reset()
+    compile_eager_fallback(repeat_kv_attention, dry_run=True)(q, k, v)
+    out = capsys.readouterr().out
+    assert "1 op(s) run eagerly" in out and "getitem" not in out, out

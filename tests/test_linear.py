@@ -353,13 +353,16 @@ def test_activation_with_other_readers_stays_apart():
 
 def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
     """MEGAKITTENS_PROFILE overrides profile fields for A/B runs: gemm_split_k=1 keeps one Gemm; a field it
-    does not allow, or a value that is not an int, is a ValueError naming the entry."""
+    does not allow, a value that is not an int or one out of the field's range (gemm_n=0 once divided by
+    zero) is a ValueError naming the entry."""
     fn = lambda a, b: a @ b  # noqa: E731
     args = [randn(256, 4096, scale=4096 ** -0.5), randn(4096, 256)]
     monkeypatch.setenv("MEGAKITTENS_PROFILE", "gemm_split_k=1")
     check_close(megakittens.compile(fn)(*args), fn(*args))
     assert _gemm_itypes() == ["Gemm"]
-    for bad in ("num_sms=4", "gemm_split_k=two", "gemm_split_k"):
+    for bad in ("num_sms=4", "gemm_split_k=two", "gemm_split_k", "gemm_n=0", "gemm_n=-5", "gemm_n=7",
+                "gemm_split_k=-3", "rms_norm_pages=-1", "rms_norm_pages=4", "gemm_split_chain_steps=-1",
+                "gemm_n_narrow=96"):
         monkeypatch.setenv("MEGAKITTENS_PROFILE", bad)
         torch._dynamo.reset()
         with pytest.raises(Exception, match="MEGAKITTENS_PROFILE entry"):

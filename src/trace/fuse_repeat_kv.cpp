@@ -31,11 +31,15 @@ int repeated_source(const FxGraph& g, int r) {
   if (!(call(rv, "aten.view.default") || call(rv, "aten._unsafe_view.default") || call(rv, "aten.reshape.default")) ||
       rv.args.size() != 2 || !rv.args[0].is_node())
     return -1;
-  const FxNode& cl = g.nodes[rv.args[0].i];
-  if (!call(cl, "aten.clone.default") || cl.args.size() != 1 || !cl.args[0].is_node()) return -1;
-  for (const auto& [k, v] : cl.kwargs)
-    if (k != "memory_format" || (v.kind != FxArg::Kind::None && v.s != "torch.contiguous_format")) return -1;
-  const FxNode& ex = g.nodes[cl.args[0].i];
+  // The clone is absent when the expanded tensor can be viewed as it is (one KV head: Hk = 1).
+  int e = static_cast<int>(rv.args[0].i);
+  if (const FxNode& cl = g.nodes[e]; call(cl, "aten.clone.default")) {
+    if (cl.args.size() != 1 || !cl.args[0].is_node()) return -1;
+    for (const auto& [k, v] : cl.kwargs)
+      if (k != "memory_format" || (v.kind != FxArg::Kind::None && v.s != "torch.contiguous_format")) return -1;
+    e = static_cast<int>(cl.args[0].i);
+  }
+  const FxNode& ex = g.nodes[e];
   if (!call(ex, "aten.expand.default") || ex.args.size() != 2 || !ex.args[0].is_node()) return -1;
   const FxNode& un = g.nodes[ex.args[0].i];
   if (!call(un, "aten.unsqueeze.default") || un.args.size() != 2 || !un.args[0].is_node() || int_arg(un.args[1]) != 2)

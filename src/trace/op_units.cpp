@@ -4,6 +4,7 @@
 
 #include "ir/error.h"
 #include "trace/fuse_rms_norm.h"
+#include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_rope.h"
 #include "trace/tracer.h"
 
@@ -130,6 +131,7 @@ OpUnits op_units(const FxGraph& g) {
   FxGraph fused = g;
   fuse_decomposed_rms_norm(fused);  // rewrites matches in place: node indices stay the same
   fuse_rope(fused);
+  fuse_repeat_kv(fused);  // the rank-5 repeat goes with its SDPA readers (alone it cannot compile)
   const std::vector<bool> live_before = live_from_output(g), live = live_from_output(fused);
   const std::vector<std::vector<int>> users_before = users_of(g), users = users_of(fused);
   const int n = static_cast<int>(g.nodes.size());

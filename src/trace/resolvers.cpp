@@ -211,8 +211,14 @@ Resolution attention(const OpCall& c, bool causal, double scale, const FxArg& q,
 // Shared by every SDPA flavour: dropout rejected, masks rejected, scale None -> 1/sqrt(D).
 Resolution sdpa(const OpCall& c, const char* mask) {
   if (const double p = c.f64("dropout_p", 0.0); p != 0.0) c.fail("dropout is not supported, got dropout_p=", p);
-  if (mask && !c.is_none(mask))
-    c.fail("attention masks are not supported yet, got ", mask, "=", c.get(mask)->str());
+  if (mask && !c.is_none(mask)) {
+    const FxArg& m = *c.get(mask);
+    if (!m.is_node()) c.fail("attention masks are not supported yet, got ", mask, "=", m.str());
+    const FxTensor& mm = c.meta(m);
+    c.fail("attention masks are not supported yet, got ", mask, " = a ", mm.dtype, " tensor of shape ",
+           shape_str(mm.shape), " (Attention masks causally through is_causal=True only; a sliding window or "
+           "padding mask needs fallback=\"eager\")");
+  }
   const FxArg& q = c.tensor("query");
   const FxTensor& qm = c.meta(q);
   if (qm.shape.empty() || qm.shape.back() <= 0) c.fail("query has no head dim, shape rank ", qm.shape.size());
@@ -439,8 +445,9 @@ const std::map<std::string, Entry>& registry() {
 std::string unsupported_hint(const std::string& target) {
   if (target == "aten._safe_softmax.default" || target == "aten._softmax.default")
     return "; softmax has no instruction type: a softmax in the model's code, or SDPA's decomposition when "
-           "dropout_p > 0 or its attn_mask is not the causal mask (Attention has neither: use dropout_p=0 / "
-           "model.eval(), is_causal=True); or fallback=\"eager\"";
+           "dropout_p > 0, its attn_mask is not the causal mask (Attention has neither: use dropout_p=0 / "
+           "model.eval(), is_causal=True), or query / key / value are not 4-D (B, H, S, D): unsqueeze a 3-D "
+           "(H, S, D) to (1, H, S, D); or fallback=\"eager\"";
   if (target == "aten.lift_fresh_copy.default")
     return "; a tensor created from Python data inside forward (Hugging Face: the KV cache of use_cache=True, "
            "pass use_cache=False; or an index list, x[..., [i]]), or fallback=\"eager\"";
