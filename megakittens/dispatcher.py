@@ -130,6 +130,9 @@ class Dispatcher:
         self._launch: Any = None  # gpu.launcher(program, options), made on the first GPU call
         self._attr_slots = list(program.attr_slots)
         self._arg_of_slot = {s: k for k, s in self._arg_slots}  # an output that is an input: the caller's tensor
+        # Outputs that are compile-time constants (megakittens/fold.py): eager builds them afresh at every
+        # call, so each call returns its own copy, never the module's buffer.
+        self._const_slots = {s for path, s in self._attr_slots if path.split(".")[-1].startswith("_mk_const")}
         self._warned = False
         self._output_strides = _expected_strides(graph_module, len(self.output_slots))
         # Host bytes the CPU interpreter allocates: each non-alias slot plus a 4-byte writer tag per element.
@@ -302,6 +305,8 @@ class Dispatcher:
                 t = src
             else:
                 t = tensors[s] if tensors[s].device == device else tensors[s].to(device)
+                if s in self._const_slots and t is tensors[s]:
+                    t = t.clone()
             if view is not None:
                 offset, sizes, strides = view
                 t = t.as_strided(sizes, strides, t.storage_offset() + offset)

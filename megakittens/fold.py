@@ -1,7 +1,8 @@
 """FX passes that need tensor values, run on the aten graph before it is handed to the C++ core.
 
 ``fold_constants(gm)``: every node that depends on no graph input (``arange``-built position ids, the
-causal masks Hugging Face builds from them, ``scalar_tensor``...) is evaluated once at compile time;
+causal masks Hugging Face builds from them, ``scalar_tensor``, ``lift_fresh_copy`` of a tensor built from
+Python data inside forward...) is evaluated once at compile time;
 an SDPA whose ``attn_mask`` evaluates to the causal mask becomes ``is_causal=True`` without a mask (the
 Attention instruction type has no masks), and every other folded tensor that a remaining node reads
 becomes a ``get_attr`` constant of ``gm``, which the tracer treats as a graph input.
@@ -40,9 +41,16 @@ def _foldable(node: torch.fx.Node) -> bool:
 
 
 def _constant_nodes(gm: torch.fx.GraphModule) -> dict:
-    """Values of the nodes that depend on no placeholder and no get_attr (evaluated, in order)."""
+    """Values of the nodes that depend on no placeholder and no get_attr but Dynamo's lifted constants
+    (``_tensor_constant<N>``: a tensor built from Python data inside forward, which the graph copies
+    fresh with ``lift_fresh_copy`` at each call), evaluated in order."""
     env: dict = {}
     for node in gm.graph.nodes:
+        if node.op == "get_attr" and str(node.target).startswith("_tensor_constant"):
+            value = getattr(gm, str(node.target), None)
+            if isinstance(value, torch.Tensor):
+                env[node] = value
+            continue
         if not _foldable(node) or not all(a in env for a in node.all_input_nodes):
             continue
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda a: env[a])

@@ -222,6 +222,32 @@ def test_hf_decoder_families_match_eager(family):
     assert sum(n.itype.startswith("Attention") for n in mk_backend.dispatchers[-1].program.nodes) == 2
 
 
+def test_hf_mistral_default_call_returns_its_sliding_window_cache():
+    """MistralModel(ids) with the default use_cache=True: its sliding-window cache layers start from tensors
+    built from Python data inside forward (lift_fresh_copy of Dynamo's _tensor_constant: an empty one the keys
+    are concatenated onto, and the window size, a 0-dim int64 the model returns). megakittens/fold.py folds
+    them as constants; the returned one is a fresh copy at each call, as in eager."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.MistralConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    cfg._attn_implementation = "sdpa"
+    model = transformers.MistralModel(cfg).to(torch.bfloat16).eval()
+    ids = torch.randint(0, 512, (1, 64))
+    compiled = megakittens.compile(model)
+    with torch.no_grad():
+        out, ref, again = compiled(ids), model(ids), compiled(ids)
+    assert rel_err(out.last_hidden_state, ref.last_hidden_state) <= HIDDEN_TOL
+    for got, want in zip(out.past_key_values.layers, ref.past_key_values.layers):
+        assert rel_err(got.keys, want.keys) <= HIDDEN_TOL and rel_err(got.values, want.values) <= HIDDEN_TOL
+        for name, value in vars(want).items():  # the window-size tensor (whatever the layer calls it)
+            if isinstance(value, torch.Tensor) and value.dim() == 0:
+                assert torch.equal(getattr(got, name), value), name
+    consts = [(a, b) for a, b in zip(vars(out.past_key_values.layers[0]).values(),
+                                     vars(again.past_key_values.layers[0]).values())
+              if isinstance(a, torch.Tensor) and a.dim() == 0]
+    assert consts and all(a.data_ptr() != b.data_ptr() for a, b in consts)  # each call its own memory
+
+
 def test_hf_gpt2_matches_eager():
     """GPT-2: LayerNorm, the fused q/k/v projection split in three (aten.split -> slice views), Conv1D
     (addmm with an untransposed weight), learned positions and gelu_new, on the reference interpreter."""
