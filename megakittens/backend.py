@@ -144,7 +144,11 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
             return f"[megakittens] support report for '{name}': every op has an instruction type"
     if gm is not None and not graph.is_backward:
         # Each op alone; an op that compiles only inside a fused pattern (repeat_kv's clone) shows up too.
-        issues = [(n.name, fx_export.target_name(n), why) for n, why in fallback._supported_nodes(gm, graph, options)[1].items()]
+        # Pure ops no output needs go first (as fallback="eager" drops them): they are not blockers.
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+        live = fx_export.export_graph(gm, name, graph.is_backward)
+        issues = [(n.name, fx_export.target_name(n), why) for n, why in fallback._supported_nodes(gm, live, options)[1].items()]
     if whole and all(why != whole for _, _, why in issues):
         issues.append(("", "", whole))
     lines = [f"[megakittens] support report for '{name}': {len(issues)} node(s) cannot be compiled"]

@@ -361,3 +361,18 @@ def test_repeat_kv_stays_with_its_attention(kv_heads, capsys):
     compile_eager_fallback(repeat_kv_attention, dry_run=True)(q, k, v)
     out = capsys.readouterr().out
     assert "1 op(s) run eagerly" in out and "getitem" not in out, out
+
+
+def with_dead_branch(x, w):
+    unused = torch.tanh(x @ w)  # noqa: F841  (a pooler nobody returns: pure, so no blocker)
+    return (x * 2).cumsum(-1)
+
+
+def test_dry_run_does_not_count_unused_pure_ops(capsys):
+    """Ops no output needs are dropped before the per-op analysis, as fallback="eager" drops them; only an
+    op with a side effect that nothing reads would be reported."""
+    x, w = randn(64, 64), randn(64, 64)
+    megakittens.compile(with_dead_branch, dry_run=True)(x, w)
+    out = capsys.readouterr().out
+    assert "1 node(s) cannot be compiled" in out and "cumsum" in out, out
+    assert "tanh" not in out and "side effect" not in out, out
