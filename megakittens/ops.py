@@ -162,15 +162,15 @@ def _(x, weight, eps):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-def _rope_check(x: Tensor, cos: Tensor, sin: Tensor) -> None:
+def _rope_check(x: Tensor, cos: Tensor, sin: Tensor, op: str = "rope") -> None:
     if x.dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        raise ValueError(f"megakittens.rope: x must be bfloat16, float16 or float32, got {x.dtype}")
+        raise ValueError(f"megakittens.{op}: x must be bfloat16, float16 or float32, got {x.dtype}")
     if not (cos.is_floating_point() and sin.is_floating_point()):
-        raise ValueError(f"megakittens.rope: cos and sin must be floating point, got {cos.dtype}, {sin.dtype}")
+        raise ValueError(f"megakittens.{op}: cos and sin must be floating point, got {cos.dtype}, {sin.dtype}")
     if x.dim() == 0 or x.shape[-1] % 2 != 0:
-        raise ValueError(f"megakittens.rope: the last dim D of x must be even, got x shape {list(x.shape)}")
+        raise ValueError(f"megakittens.{op}: the last dim D of x must be even, got x shape {list(x.shape)}")
     if cos.shape != sin.shape:
-        raise ValueError(f"megakittens.rope: cos shape {list(cos.shape)} must equal sin shape {list(sin.shape)}")
+        raise ValueError(f"megakittens.{op}: cos shape {list(cos.shape)} must equal sin shape {list(sin.shape)}")
     ok = 0 < cos.dim() <= x.dim() and cos.shape[-1] == x.shape[-1]
     if ok:
         try:
@@ -178,7 +178,7 @@ def _rope_check(x: Tensor, cos: Tensor, sin: Tensor) -> None:
         except RuntimeError:
             ok = False
     if not ok:
-        raise ValueError(f"megakittens.rope: cos/sin shape {list(cos.shape)} must broadcast to x's shape "
+        raise ValueError(f"megakittens.{op}: cos/sin shape {list(cos.shape)} must broadcast to x's shape "
                          f"{list(x.shape)} with the same last dim")
 
 
@@ -198,6 +198,26 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 @rope.register_fake
 def _(x, cos, sin):
     _rope_check(x, cos, sin)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("megakittens::rope_interleaved", mutates_args=())
+def rope_interleaved(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """y = x * cos + rotate_every_two(x) * sin, rotate_every_two(x) = stack((-x[..., 1::2], x[..., ::2]), -1)
+    flattened: the pairs (2i, 2i + 1) rotate (GPT-J's and Cohere's RoPE layout).
+
+    x (..., D) bf16/fp16/fp32 with D even; cos, sin one shape that broadcasts to x's (torch rules, same
+    last dim D), any float dtype. fp32 math, rounded once to x's dtype. Raises ValueError otherwise.
+    """
+    _rope_check(x, cos, sin, "rope_interleaved")
+    t, c, s = x.float(), cos.float(), sin.float()
+    rot = torch.stack((-t[..., 1::2], t[..., ::2]), -1).flatten(-2)
+    return (t * c + rot * s).to(x.dtype)
+
+
+@rope_interleaved.register_fake
+def _(x, cos, sin):
+    _rope_check(x, cos, sin, "rope_interleaved")
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 

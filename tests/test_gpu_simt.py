@@ -65,6 +65,14 @@ def c_rope(g):  # gpt-fast form (cos (S, D) over (B, S, H, D)) and HF form (x_bs
                _randn((1, 1, S, D), g=g), _randn((1, 1, S, D), g=g)]
 
 
+def c_rope_interleaved(g):  # rotate_every_two: the scalar path (D 32: 64-byte rows) and the vector path (D 128)
+    def f(x, q, cos, sin, cos4, sin4):
+        return (mkops.rope_interleaved(x, cos, sin), mkops.rope_interleaved(q.transpose(1, 2), cos4, sin4))
+    S = 60
+    return f, [_randn((2, S, 4, 32), g=g), _randn((1, S, 4, 128), g=g), _randn((S, 1, 32), g=g),
+               _randn((S, 1, 32), g=g), _randn((1, 1, S, 128), g=g), _randn((1, 1, S, 128), g=g)]
+
+
 def c_row_reduce(g):
     def f(x, y):
         return (x.sum(-1), y.float().mean(-1, keepdim=True))
@@ -125,7 +133,7 @@ def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged las
 
 CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
                                      c_rope, c_row_reduce, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
-                                     c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack)}
+                                     c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved)}
 
 
 def case_inputs(case, seed):

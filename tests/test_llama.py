@@ -199,6 +199,8 @@ HF_FAMILIES = {
     # GPT-NeoX: rotary over a quarter of the head, or the whole head (an empty "pass" slice concatenated)
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXModel", {}),
     "gpt_neox_full_rotary": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 1.0}),
+    # Cohere: interleaved RoPE (rotate_every_two, Rope(..., interleaved)), a LayerNorm without bias
+    "cohere": ("CohereConfig", "CohereModel", {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}),
 }
 
 

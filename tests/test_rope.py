@@ -134,3 +134,55 @@ def test_gpu_body():
     megakittens.compile(lambda x, c, s: rope(x, c, s))(x, cos, sin)
     src = _C.gpu_generate_source(mk_backend.dispatchers[-1].program)
     assert "mk::Rope<" in src and "static constexpr unsigned bcast = 4;" in src
+
+
+# ---- interleaved RoPE (GPT-J's and Cohere's rotate_every_two: the pairs (2i, 2i + 1) rotate) ----------
+
+rope_interleaved = torch.ops.megakittens.rope_interleaved
+
+
+def _rotate_every_two(t):
+    return torch.stack((-t[..., 1::2], t[..., ::2]), -1).flatten(-2)
+
+
+def _naive_interleaved(x, cos, sin):
+    t = x.double()
+    return t * cos.double() + _rotate_every_two(t) * sin.double()
+
+
+@pytest.mark.parametrize("x_shape,cos_shape,x_dtype,cos_dtype", [
+    ((2, 4, 40, 64), (40, 64), torch.bfloat16, torch.bfloat16),
+    ((1, 40, 8, 64), (1, 40, 1, 64), torch.bfloat16, torch.float32),
+    ((2, 24, 6, 16), (24, 1, 16), torch.float16, torch.float32),
+])
+def test_interleaved_custom_op_matches_eager(x_shape, cos_shape, x_dtype, cos_dtype):
+    x = torch.randn(x_shape).to(x_dtype)
+    cos, sin = _tables(cos_shape, cos_dtype)
+    ref = rope_interleaved(x, cos, sin)
+    assert rel_err(ref, _naive_interleaved(x, cos, sin)) <= 1e-2  # the oracle itself
+    assert rel_err(ref, rope(x, cos, sin)) > 0.1  # a different rotation than rotate_half
+    y = megakittens.compile(lambda x, c, s: rope_interleaved(x, c, s))(x, cos, sin)
+    assert y.dtype == x_dtype and rel_err(y, ref) <= 1e-2
+    it = _itypes()
+    assert len(it) == 1 and it[0].startswith("Rope(bcast=") and it[0].endswith(",interleaved)"), it
+
+
+def cohere_rotary(q, cos, sin):  # transformers' Cohere apply_rotary_pos_emb: fp32, stack of step-2 slices
+    qf = q.float()
+    return (qf * cos[:, None] + _rotate_every_two(qf) * sin[:, None]).to(q.dtype)
+
+
+def gptj_rotary(q, cos, sin):  # no casts; the tables already carry the head dim
+    return q * cos + _rotate_every_two(q) * sin
+
+
+@pytest.mark.parametrize("fn,cos_shape", [(cohere_rotary, (2, 40, 64)), (gptj_rotary, (2, 1, 40, 64))])
+def test_interleaved_rotary_fuses_into_one_rope(fn, cos_shape):
+    """src/trace/fuse_rope.cpp: neg / step-2 slices / stack (a cat of unsqueezed views after
+    megakittens/decompose.py) / view / muls / add (and the fp32 casts) become one Rope(..., interleaved)."""
+    q = torch.randn(2, 4, 40, 64).to(torch.bfloat16)
+    cos, sin = _tables(cos_shape, torch.bfloat16)
+    y = megakittens.compile(fn)(q, cos, sin)
+    assert _itypes() == ["Rope(bcast=0100,interleaved)"], _itypes()
+    assert rel_err(y, _naive_interleaved(q, cos[:, None] if fn is cohere_rotary else cos,
+                                         sin[:, None] if fn is cohere_rotary else sin)) <= 1e-2

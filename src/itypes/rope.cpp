@@ -58,11 +58,14 @@ RopeTile rope_tile(const Coord4& s, bool bshd, int64_t i) {
 
 }  // namespace
 
-Rope::Rope(uint8_t cos_bcast, bool x_bshd) : bcast_(cos_bcast), x_bshd_(x_bshd) {
+Rope::Rope(uint8_t cos_bcast, bool x_bshd, bool interleaved)
+    : bcast_(cos_bcast), x_bshd_(x_bshd), interleaved_(interleaved) {
   if (bcast_ > 15) fail("Rope: broadcast mask ", int(bcast_), " has bits beyond the 4 padded dims");
 }
 
-std::string Rope::params() const { return "bcast=" + broadcast_mask_text(bcast_) + (x_bshd_ ? ",x_bshd" : ""); }
+std::string Rope::params() const {
+  return "bcast=" + broadcast_mask_text(bcast_) + (x_bshd_ ? ",x_bshd" : "") + (interleaved_ ? ",interleaved" : "");
+}
 
 bool Rope::bshd_for(const TensorRange& x) { return !rope_view(x) && bshd_view(x); }
 
@@ -93,7 +96,8 @@ void Rope::validate(const NodeInfo& n) const {
          " must equal the output shape ", shape_str(y.shape));
   const int64_t D = x.shape().back();
   if (D % 2 != 0)
-    fail("node '", n.name, "' (", n.target, "): the last dim D of x must be even (rotate_half splits it), got D=", D);
+    fail("node '", n.name, "' (", n.target, "): the last dim D of x must be even (", interleaved_ ? "pairs" : "halves",
+         " rotate), got D=", D);
   if (cos.shape() != sin.shape())
     fail("node '", n.name, "' (", n.target, "): cos shape ", shape_str(cos.shape()), " must equal sin shape ",
          shape_str(sin.shape()));

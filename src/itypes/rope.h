@@ -1,5 +1,6 @@
-// Rope: rotate-half rotary position embedding, y = x * cos + rotate_half(x) * sin (issue 6). Tiling and
-// index layout: docs/itypes.md.
+// Rope: rotary position embedding, y = x * cos + rot(x) * sin (issue 6): rot = rotate_half (the halves
+// rotate, Llama's layout) or, interleaved, rotate_every_two (the pairs (2i, 2i + 1) rotate: GPT-J's and
+// Cohere's). Tiling and index layout: docs/itypes.md.
 #pragma once
 #include <cstdint>
 
@@ -12,12 +13,13 @@ class Rope final : public IType {
   // cos_bcast: bit d = padded dim d (b, d, r, c) along which cos and sin (one view layout) broadcast
   // over x; bit 3 (the head dim) is never set for a valid node. x_bshd: x is a (B, S, H, D) backing seen
   // through transpose(1, 2) (HF's q and k), read in place: its rows run along backing dim 1.
-  explicit Rope(uint8_t cos_bcast = 0, bool x_bshd = false);
+  explicit Rope(uint8_t cos_bcast = 0, bool x_bshd = false, bool interleaved = false);
   std::string name() const override { return "Rope"; }
-  // "bcast=0110" ("bcast=0000": cos has x's shape), plus ",x_bshd".
+  // "bcast=0110" ("bcast=0000": cos has x's shape), plus ",x_bshd", ",interleaved".
   std::string params() const override;
   uint8_t cos_bcast() const { return bcast_; }
   bool x_bshd() const { return x_bshd_; }
+  bool interleaved() const { return interleaved_; }
   // Whether x's folded view needs x_bshd (rows along backing dim 1, not readable as a plain tile view).
   static bool bshd_for(const TensorRange& x);
   // The mask for x's and cos's folded views (never throws: validate() checks the shapes).
@@ -35,7 +37,7 @@ class Rope final : public IType {
 
  private:
   uint8_t bcast_;
-  bool x_bshd_;
+  bool x_bshd_, interleaved_;
 };
 
 }  // namespace mk

@@ -32,6 +32,47 @@ struct Matcher : FxMatch {
                                 : int_is(e, hi);
     return start_ok && end_ok;
   }
+  // aten.slice.Tensor(X, last dim, start, end >= D or None, step) of node X, used once: X[..., start::step].
+  bool strided_slice_of(const FxArg& a, int64_t X, int64_t rank, int64_t D, int64_t start, int64_t step) const {
+    const FxNode* s = only(a, "aten.slice.Tensor");
+    if (!s || !s->kwargs.empty() || s->args.size() != 5) return false;
+    if (!s->args[0].is_node() || s->args[0].i != X || !last_dim(s->args[1], rank) || !int_is(s->args[4], step))
+      return false;
+    const bool start_ok = int_is(s->args[2], start) || (start == 0 && s->args[2].kind == FxArg::Kind::None);
+    const FxArg& e = s->args[3];
+    return start_ok && (e.kind == FxArg::Kind::None || (e.kind == FxArg::Kind::Int && e.i >= D));
+  }
+  // Whether node `v` (used once) is view(stack([neg(X[..., 1::2]), X[..., ::2]], -1), X's shape):
+  // rotate_every_two(X), the pairs (2i, 2i + 1) rotating (GPT-J's and Cohere's layout).
+  bool rotate_every_two(const FxArg& v, int64_t X) const {
+    const FxNode* vw = node(v);
+    if (!vw || uses[v.i] != 1 || !(call(vw, "aten.view.default") || call(vw, "aten._unsafe_view.default") ||
+                                   call(vw, "aten.reshape.default")))
+      return false;
+    const FxTensor* xm = meta(&g.nodes[X]);
+    const FxTensor* vm = meta(vw);
+    if (!xm || !vm || vm->shape != xm->shape || xm->shape.empty() || vw->args.size() != 2 || !vw->kwargs.empty())
+      return false;
+    // stack(parts, -1), or what megakittens/decompose.py makes of it: cat of the parts unsqueezed at -1.
+    const int64_t rank = static_cast<int64_t>(xm->shape.size()), D = xm->shape.back();
+    const auto new_last = [rank](const FxArg& d) { return int_is(d, -1) || int_is(d, rank); };
+    const FxNode* st = only(vw->args[0], "aten.stack.default");
+    const FxNode* cat = st ? nullptr : only(vw->args[0], "aten.cat.default");
+    const FxNode* sc = st ? st : cat;
+    if (!sc || D % 2 != 0 || !sc->kwargs.empty() || sc->args.size() != 2 || !new_last(sc->args[1])) return false;
+    const FxArg& parts = sc->args[0];
+    if (parts.kind != FxArg::Kind::List || parts.items.size() != 2) return false;
+    FxArg part[2] = {parts.items[0], parts.items[1]};
+    if (cat)
+      for (FxArg& p : part) {  // unsqueeze(a, -1) used once: a
+        const FxNode* u = only(p, "aten.unsqueeze.default");
+        if (!u || u->args.size() != 2 || !u->kwargs.empty() || !new_last(u->args[1])) return false;
+        p = u->args[0];
+      }
+    const FxNode* neg = only(part[0], "aten.neg.default");
+    if (!neg || neg->args.size() != 1 || !neg->kwargs.empty()) return false;
+    return strided_slice_of(neg->args[0], X, rank, D, 1, 2) && strided_slice_of(part[1], X, rank, D, 0, 2);
+  }
   // Whether node `cat` (used once) is cat([neg(X[..., h:]), X[..., :h]], -1): rotate_half(X).
   bool rotate_half(const FxArg& cat, int64_t X) const {
     const FxNode* c = only(cat, "aten.cat.default");
@@ -73,14 +114,15 @@ struct Matcher : FxMatch {
       for (int p = 0; p < 2; ++p)
         for (int q = 0; q < 2; ++q) {
           const int64_t X = m1->args[p].i;
-          if (!rotate_half(m2->args[q], X)) continue;
-          if (rewrite(k, X, m1->args[1 - p], m2->args[1 - q])) return true;
+          const bool half = rotate_half(m2->args[q], X);
+          if (!half && !rotate_every_two(m2->args[q], X)) continue;
+          if (rewrite(k, X, m1->args[1 - p], m2->args[1 - q], !half)) return true;
         }
     }
     return false;
   }
 
-  bool rewrite(int k, int64_t X, const FxArg& C, const FxArg& S) {
+  bool rewrite(int k, int64_t X, const FxArg& C, const FxArg& S, bool interleaved) {
     const FxTensor* xm = meta(&g.nodes[X]);
     const FxTensor* rm = meta(&g.nodes[k]);
     const FxTensor* cm = meta(node(C));
@@ -106,7 +148,7 @@ struct Matcher : FxMatch {
     FxNode& out = g.nodes[result];
     const FxArg c = C, s = S;  // copies: C and S live in nodes this rewrite may touch
     out.op = "call_function";
-    out.target = "megakittens.rope.default";
+    out.target = interleaved ? "megakittens.rope_interleaved.default" : "megakittens.rope.default";
     out.args = {x, c, s};
     out.kwargs.clear();
     return true;

@@ -10,8 +10,10 @@ namespace mk {
 // Rewrites, in place, each match of
 //   r = add(mul(X, C), mul(cat([neg(slice(X, -1, h, E)), slice(X, -1, 0, h)], -1), S))
 // (either operand order of the add and of each mul; h = D/2 for X's last dim D; E >= D, e.g. the
-// INT64_MAX sentinel) into
-//   y = megakittens.rope(x, C, S), where
+// INT64_MAX sentinel), or of the interleaved form (GPT-J's and Cohere's rotate_every_two)
+//   r = add(mul(X, C), mul(view(stack([neg(X[..., 1::2]), X[..., ::2]], -1), X's shape), S))
+// into
+//   y = megakittens.rope(x, C, S) (megakittens.rope_interleaved for the second form), where
 //   X = _to_copy(x, dtype=float32) and y = _to_copy(r, dtype=x.dtype)   (x.float() ... .type_as(x)), or
 //   x = X and y = r, when r has X's dtype (no casts, or the casts have other users).
 // C and S (often unsqueezed views of the cos/sin tables) stay the node's operands; they must have one

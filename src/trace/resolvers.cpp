@@ -198,6 +198,16 @@ Resolution rms_norm(const OpCall& c) {
   return r;
 }
 
+// megakittens.rope / rope_interleaved: the cos/sin broadcast dims and x's layout depend on the folded views.
+Resolution rope(const OpCall& c, bool interleaved) {
+  Resolution r{std::make_shared<Rope>(0, false, interleaved), c.target(),
+               {&c.tensor("x"), &c.tensor("cos"), &c.tensor("sin")}};
+  r.bind = [interleaved](const std::vector<TensorRange>& v) -> ITypePtr {
+    return std::make_shared<Rope>(Rope::mask_for(v.at(0), v.at(1)), Rope::bshd_for(v.at(0)), interleaved);
+  };
+  return r;
+}
+
 // Which of q, k, v are read through a transpose(1, 2) of a (B, S, H, D) tensor depends on the folded
 // views: bound once the tracer has them.
 Resolution attention(const OpCall& c, bool causal, double scale, const FxArg& q, const FxArg& k, const FxArg& v) {
@@ -398,16 +408,8 @@ const std::map<std::string, Entry>& registry() {
           if (w) r.inputs.push_back(w);
           return r;
         }}},
-      {"megakittens.rope.default",
-       {"x, cos, sin",
-        [](const OpCall& c) -> Resolution {
-          Resolution r{std::make_shared<Rope>(), c.target(), {&c.tensor("x"), &c.tensor("cos"), &c.tensor("sin")}};
-          // The cos/sin broadcast dims and x's layout depend on the folded views.
-          r.bind = [](const std::vector<TensorRange>& v) -> ITypePtr {
-            return std::make_shared<Rope>(Rope::mask_for(v.at(0), v.at(1)), Rope::bshd_for(v.at(0)));
-          };
-          return r;
-        }}},
+      {"megakittens.rope.default", {"x, cos, sin", [](const OpCall& c) { return rope(c, false); }}},
+      {"megakittens.rope_interleaved.default", {"x, cos, sin", [](const OpCall& c) { return rope(c, true); }}},
       {"megakittens.gemm.default", {"a, b", [](const OpCall& c) { return gemm(c, "a", "b"); }}},
       {"megakittens.gemm_swiglu.default", {"a, b, b2", gemm_swiglu}},
       {"megakittens.copy.default",

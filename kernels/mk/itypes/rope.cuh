@@ -1,11 +1,13 @@
-// Rope(bcast[, x_bshd]) (docs/itypes.md): y = x * cos + rotate_half(x) * sin over an nd x rows x D box,
-// fp32, rounded once. Plain loads and stores ([Note: SIMT bodies]).
+// Rope(bcast[, x_bshd][, interleaved]) (docs/itypes.md): y = x * cos + rot(x) * sin over an nd x rows x D
+// box, fp32, rounded once; rot = rotate_half (column c takes -x[c + D/2] / x[c - D/2]) or, interleaved,
+// rotate_every_two (column c takes -x[c + 1] for even c, x[c - 1] for odd c: the partner lies in the
+// same chunk, so no second load). Plain loads and stores ([Note: SIMT bodies]).
 #pragma once
 #include "mk/simt.cuh"
 
 namespace mk {
 
-// P: struct { static constexpr unsigned bcast; static constexpr bool x_bshd; }
+// P: struct { static constexpr unsigned bcast; static constexpr bool x_bshd, interleaved; }
 template <class P>
 struct RopeBody {
   // Row (j, r) of x, cos, sin and y starts at view.at(r, 0) + j * its dim-1 stride (xj, cj, sj, yj).
@@ -31,8 +33,10 @@ struct RopeBody {
           int col;
           long long xo, co, so, yo;
           at(e, col, xo, co, so, yo);
-          return Loaded{ld_raw<V>(v.x, xo), ld_raw<V>(v.x, col < h ? xo + h : xo - h), ld_raw<V>(v.cs, co),
-                        ld_raw<V>(v.sn, so)};
+          // Interleaved, V = 1: the partner column col ^ 1 of the same row.
+          const long long ro = P::interleaved ? (V == 1 ? v.x.at(e / cpr % rows, col ^ 1) + (e / cpr / rows) * v.xj : xo)
+                                              : (col < h ? xo + h : xo - h);
+          return Loaded{ld_raw<V>(v.x, xo), ld_raw<V>(v.x, ro), ld_raw<V>(v.cs, co), ld_raw<V>(v.sn, so)};
         },
         [&](int e, const Loaded& l) {
           int col;
@@ -43,9 +47,18 @@ struct RopeBody {
           to_f32<V>(v.x.dt, l.rot, rv);
           to_f32<V>(v.cs.dt, l.c, cv);
           to_f32<V>(v.sn.dt, l.s, sv);
-          const float sign = col < h ? -1.f : 1.f;
+          if constexpr (P::interleaved) {
 #pragma unroll
-          for (int q = 0; q < V; ++q) out[q] = xv[q] * cv[q] + sign * rv[q] * sv[q];
+            for (int q = 0; q < V; ++q) {  // V = 8: the partner is element q ^ 1 of this chunk (col is even)
+              const bool even = ((col + q) & 1) == 0;
+              const float partner = V == 1 ? rv[0] : rv[q ^ 1];
+              out[q] = xv[q] * cv[q] + (even ? -partner : partner) * sv[q];
+            }
+          } else {
+            const float sign = col < h ? -1.f : 1.f;
+#pragma unroll
+            for (int q = 0; q < V; ++q) out[q] = xv[q] * cv[q] + sign * rv[q] * sv[q];
+          }
           st_vec<V>(v.y, yo, out);
         });
   }

@@ -29,7 +29,8 @@ void Rope::execute(const Instruction& in, ExecContext& ctx) const {
       const int64_t crow = ((cd == 1 ? 0 : j) * cr + (cr == 1 ? 0 : r)) * D;
       float* yr = y.data() + (j * rows + r) * D;
       for (int64_t c = 0; c < D; ++c) {
-        const float rot = c < h ? -xr[c + h] : xr[c - h];  // rotate_half(x)
+        const float rot = interleaved_ ? (c % 2 == 0 ? -xr[c + 1] : xr[c - 1])  // rotate_every_two(x)
+                                       : (c < h ? -xr[c + h] : xr[c - h]);  // rotate_half(x)
         yr[c] = xr[c] * cs[crow + c] + rot * sn[crow + c];
       }
     }
