@@ -1,7 +1,7 @@
 // Rope(bcast[, x_bshd][, interleaved]) (docs/itypes.md): y = x * cos + rot(x) * sin over an nd x rows x D
 // box, fp32, rounded once; rot = rotate_half (column c takes -x[c + D/2] / x[c - D/2]) or, interleaved,
-// rotate_every_two (column c takes -x[c + 1] for even c, x[c - 1] for odd c: the partner lies in the
-// same chunk, so no second load). Plain loads and stores ([Note: SIMT bodies]).
+// rotate_every_two (column c takes -x[c + 1] for even c, x[c - 1] for odd c: on the 8-element path the
+// partner lies in the same chunk, the scalar path loads it). Plain loads and stores ([Note: SIMT bodies]).
 #pragma once
 #include "mk/simt.cuh"
 
@@ -33,7 +33,7 @@ struct RopeBody {
           int col;
           long long xo, co, so, yo;
           at(e, col, xo, co, so, yo);
-          // Interleaved, V = 1: the partner column col ^ 1 of the same row.
+          // Interleaved: V = 1 loads the partner column col ^ 1 of the same row; V = 8 has it in x's chunk.
           const long long ro = P::interleaved ? (V == 1 ? v.x.at(e / cpr % rows, col ^ 1) + (e / cpr / rows) * v.xj : xo)
                                               : (col < h ? xo + h : xo - h);
           return Loaded{ld_raw<V>(v.x, xo), ld_raw<V>(v.x, ro), ld_raw<V>(v.cs, co), ld_raw<V>(v.sn, so)};
@@ -51,7 +51,7 @@ struct RopeBody {
 #pragma unroll
             for (int q = 0; q < V; ++q) {  // V = 8: the partner is element q ^ 1 of this chunk (col is even)
               const bool even = ((col + q) & 1) == 0;
-              const float partner = V == 1 ? rv[0] : rv[q ^ 1];
+              const float partner = V == 1 ? rv[0] : xv[q ^ 1];
               out[q] = xv[q] * cv[q] + (even ? -partner : partner) * sv[q];
             }
           } else {
