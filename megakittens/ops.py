@@ -162,7 +162,7 @@ def _(x, weight, eps):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-def _rope_check(x: Tensor, cos: Tensor, sin: Tensor, op: str = "rope") -> None:
+def _rope_check(x: Tensor, cos: Tensor, sin: Tensor, op: str = "rope", half_ok: bool = False) -> None:
     if x.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         raise ValueError(f"megakittens.{op}: x must be bfloat16, float16 or float32, got {x.dtype}")
     if not (cos.is_floating_point() and sin.is_floating_point()):
@@ -171,15 +171,16 @@ def _rope_check(x: Tensor, cos: Tensor, sin: Tensor, op: str = "rope") -> None:
         raise ValueError(f"megakittens.{op}: the last dim D of x must be even, got x shape {list(x.shape)}")
     if cos.shape != sin.shape:
         raise ValueError(f"megakittens.{op}: cos shape {list(cos.shape)} must equal sin shape {list(sin.shape)}")
-    ok = 0 < cos.dim() <= x.dim() and cos.shape[-1] == x.shape[-1]
+    half = half_ok and cos.dim() > 0 and 2 * cos.shape[-1] == x.shape[-1]
+    ok = 0 < cos.dim() <= x.dim() and (cos.shape[-1] == x.shape[-1] or half)
     if ok:
         try:
-            ok = torch.broadcast_shapes(cos.shape, x.shape) == x.shape
+            ok = torch.broadcast_shapes(cos.shape[:-1], x.shape[:-1]) == x.shape[:-1]
         except RuntimeError:
             ok = False
     if not ok:
         raise ValueError(f"megakittens.{op}: cos/sin shape {list(cos.shape)} must broadcast to x's shape "
-                         f"{list(x.shape)} with the same last dim")
+                         f"{list(x.shape)} with the same last dim" + (" or half of it" if half_ok else ""))
 
 
 @torch.library.custom_op("megakittens::rope", mutates_args=())
@@ -206,18 +207,21 @@ def rope_interleaved(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """y = x * cos + rotate_every_two(x) * sin, rotate_every_two(x) = stack((-x[..., 1::2], x[..., ::2]), -1)
     flattened: the pairs (2i, 2i + 1) rotate (GPT-J's and Cohere's RoPE layout).
 
-    x (..., D) bf16/fp16/fp32 with D even; cos, sin one shape that broadcasts to x's (torch rules, same
-    last dim D), any float dtype. fp32 math, rounded once to x's dtype. Raises ValueError otherwise.
+    x (..., D) bf16/fp16/fp32 with D even; cos, sin one shape that broadcasts to x's (torch rules) with
+    last dim D, or D/2 for tables of one column per pair (read as ``cos.repeat_interleave(2, -1)``), any
+    float dtype. fp32 math, rounded once to x's dtype. Raises ValueError otherwise.
     """
-    _rope_check(x, cos, sin, "rope_interleaved")
+    _rope_check(x, cos, sin, "rope_interleaved", half_ok=True)
     t, c, s = x.float(), cos.float(), sin.float()
+    if 2 * c.shape[-1] == t.shape[-1]:
+        c, s = c.repeat_interleave(2, -1), s.repeat_interleave(2, -1)
     rot = torch.stack((-t[..., 1::2], t[..., ::2]), -1).flatten(-2)
     return (t * c + rot * s).to(x.dtype)
 
 
 @rope_interleaved.register_fake
 def _(x, cos, sin):
-    _rope_check(x, cos, sin, "rope_interleaved")
+    _rope_check(x, cos, sin, "rope_interleaved", half_ok=True)
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 

@@ -73,6 +73,13 @@ def c_rope_interleaved(g):  # rotate_every_two: the scalar path (D 32: 64-byte r
                _randn((S, 1, 32), g=g), _randn((1, 1, S, 128), g=g), _randn((1, 1, S, 128), g=g)]
 
 
+def c_rope_half_tables(g):  # interleaved, tables of D/2 columns (one per pair): the scalar path
+    def f(q, cos, sin):
+        return mkops.rope_interleaved(q.transpose(1, 2), cos, sin)
+    S = 60
+    return f, [_randn((1, S, 4, 128), g=g), _randn((1, 1, S, 64), g=g), _randn((1, 1, S, 64), g=g)]
+
+
 def c_row_reduce(g):
     def f(x, y):
         return (x.sum(-1), y.float().mean(-1, keepdim=True))
@@ -133,7 +140,8 @@ def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged las
 
 CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
                                      c_rope, c_row_reduce, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
-                                     c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved)}
+                                     c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved,
+                                     c_rope_half_tables)}
 
 
 def case_inputs(case, seed):

@@ -201,6 +201,11 @@ HF_FAMILIES = {
     "gpt_neox_full_rotary": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 1.0}),
     # Cohere: interleaved RoPE (rotate_every_two, Rope(..., interleaved)), a LayerNorm without bias
     "cohere": ("CohereConfig", "CohereModel", {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}),
+    # interleaved RoPE on half-width tables repeat-interleaved (Rope(..., interleaved, half_tables)); Glm with a
+    # partial rotary (the first half of each head); Ernie4_5 rotates the bf16 pairs, multiplies in fp32
+    "helium": ("HeliumConfig", "HeliumModel", {"head_dim": 64}),
+    "glm": ("GlmConfig", "GlmModel", {"head_dim": 64, "pad_token_id": 0}),
+    "ernie4_5": ("Ernie4_5Config", "Ernie4_5Model", {"head_dim": 64, "pad_token_id": 0}),
 }
 
 

@@ -186,3 +186,44 @@ def test_interleaved_rotary_fuses_into_one_rope(fn, cos_shape):
     assert _itypes() == ["Rope(bcast=0100,interleaved)"], _itypes()
     assert rel_err(y, _naive_interleaved(q, cos[:, None] if fn is cohere_rotary else cos,
                                          sin[:, None] if fn is cohere_rotary else sin)) <= 1e-2
+
+
+def test_interleaved_half_tables_custom_op():
+    """Tables of one column per pair (D/2) read as their repeat_interleave(2, -1)."""
+    x = torch.randn(2, 4, 40, 64).to(torch.bfloat16)
+    cos, sin = _tables((40, 32), torch.float32)
+    wide = (cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1))
+    ref = rope_interleaved(x, cos, sin)
+    assert rel_err(ref, _naive_interleaved(x, *wide)) <= 1e-2
+    y = megakittens.compile(lambda x, c, s: rope_interleaved(x, c, s))(x, cos, sin)
+    assert _itypes() == ["Rope(bcast=1100,interleaved,half_tables)"], _itypes()
+    assert rel_err(y, ref) <= 1e-2
+    with pytest.raises(ValueError, match="same last dim or half of it"):
+        rope_interleaved(x, cos[:, :16], sin[:, :16])
+
+
+def helium_rotary(q, k, cos, sin):  # transformers' Helium / Glm: rotate-half tables, first half repeat-interleaved
+    cos = cos[:, None][..., : cos.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    sin = sin[:, None][..., : sin.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    return q * cos + _rotate_every_two(q) * sin, k * cos + _rotate_every_two(k) * sin  # q and k share the tables
+
+
+def ernie_rotary(q, cos, sin):  # Ernie4_5: fp32 tables and q * cos in fp32, the pairs rotated in bf16 first
+    cos = cos[:, None][..., : cos.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    sin = sin[:, None][..., : sin.shape[-1] // 2].repeat_interleave(2, dim=-1)
+    return (q.float() * cos + _rotate_every_two(q).float() * sin).to(q.dtype)
+
+
+def test_interleaved_repeated_tables_fuse_with_half_tables():
+    """src/trace/fuse_rope.cpp: a table spelled view(clone(expand(unsqueeze(c, -1)))) (repeat_interleave of a
+    4-D c: rank 5 inside) becomes Rope's half-width operand c, also when q's and k's rotations share it."""
+    q, k = torch.randn(2, 4, 40, 64).to(torch.bfloat16), torch.randn(2, 2, 40, 64).to(torch.bfloat16)
+    cos, sin = _tables((2, 40, 64), torch.bfloat16)
+    wide = tuple(t[:, None][..., :32].repeat_interleave(2, -1) for t in (cos, sin))
+    yq, yk = megakittens.compile(helium_rotary)(q, k, cos, sin)
+    assert _itypes() == ["Rope(bcast=0100,interleaved,half_tables)"] * 2, _itypes()
+    assert rel_err(yq, _naive_interleaved(q, *wide)) <= 1e-2 and rel_err(yk, _naive_interleaved(k, *wide)) <= 1e-2
+    cos32, sin32 = cos.float(), sin.float()
+    y = megakittens.compile(ernie_rotary)(q, cos32, sin32)
+    assert _itypes() == ["Rope(bcast=0100,interleaved,half_tables)"], _itypes()
+    assert rel_err(y, _naive_interleaved(q, *wide)) <= 1e-2

@@ -58,16 +58,22 @@ RopeTile rope_tile(const Coord4& s, bool bshd, int64_t i) {
 
 }  // namespace
 
-Rope::Rope(uint8_t cos_bcast, bool x_bshd, bool interleaved)
-    : bcast_(cos_bcast), x_bshd_(x_bshd), interleaved_(interleaved) {
+Rope::Rope(uint8_t cos_bcast, bool x_bshd, bool interleaved, bool half_tables)
+    : bcast_(cos_bcast), x_bshd_(x_bshd), interleaved_(interleaved), half_(half_tables) {
+  if (half_ && !interleaved_) fail("Rope: half_tables needs interleaved (the pairs share a table column)");
   if (bcast_ > 15) fail("Rope: broadcast mask ", int(bcast_), " has bits beyond the 4 padded dims");
 }
 
 std::string Rope::params() const {
-  return "bcast=" + broadcast_mask_text(bcast_) + (x_bshd_ ? ",x_bshd" : "") + (interleaved_ ? ",interleaved" : "");
+  return "bcast=" + broadcast_mask_text(bcast_) + (x_bshd_ ? ",x_bshd" : "") + (interleaved_ ? ",interleaved" : "") +
+         (half_ ? ",half_tables" : "");
 }
 
 bool Rope::bshd_for(const TensorRange& x) { return !rope_view(x) && bshd_view(x); }
+
+bool Rope::half_for(const TensorRange& x, const TensorRange& cos) {
+  return !x.view_shape.empty() && !cos.view_shape.empty() && cos.view_shape.back() * 2 == x.view_shape.back();
+}
 
 uint8_t Rope::mask_for(const TensorRange& x, const TensorRange& cos) {
   return broadcast_mask(cos, x.view_padded());
@@ -106,11 +112,13 @@ void Rope::validate(const NodeInfo& n) const {
     fail("node '", n.name, "' (", n.target, "): sin view ", sin.range.str(), " must match cos view ",
          cos.range.str(), " (one index origin serves both)");
   const Coord4 xs = x.padded(), cs = cos.padded();
-  bool ok = cos.shape().size() <= x.shape().size() && !cos.shape().empty() && cos.shape().back() == D;
-  for (int d = 0; d < 4; ++d) ok &= cs[d] == xs[d] || cs[d] == 1;
+  const int64_t W = half_ ? D / 2 : D;  // the tables' last dim
+  bool ok = cos.shape().size() <= x.shape().size() && !cos.shape().empty() && cos.shape().back() == W;
+  for (int d = 0; d < 3; ++d) ok &= cs[d] == xs[d] || cs[d] == 1;
   if (!ok)
     fail("node '", n.name, "' (", n.target, "): cos/sin shape ", shape_str(cos.shape()),
-         " must broadcast to x's shape ", shape_str(x.shape()), " with the same last dim D=", D);
+         " must broadcast to x's shape ", shape_str(x.shape()), half_ ? " with half its last dim, D/2=" :
+         " with the same last dim D=", W);
   const uint8_t m = mask_for(x.range, cos.range);
   if (m != bcast_)
     fail("node '", n.name, "' (", n.target, "): cos view ", cos.range.str(), " broadcasts along padded dims ",
@@ -141,10 +149,11 @@ InstrDesc Rope::instruction(const NodeInfo& n, int64_t i) const {
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + t.nd, t.origin[2] + t.rows, s[3]};
-  // cos/sin read extent 1 (at 0) along their broadcast dims.
+  // cos/sin read extent 1 (at 0) along their broadcast dims; D/2 columns with half tables.
   Box cb = box;
   for (int d = 0; d < 4; ++d)
     if (bcast_ >> d & 1) cb.lo[d] = 0, cb.hi[d] = 1;
+  if (half_) cb.hi[3] = s[3] / 2;
   InstrDesc d;
   push_origin(d.indices, n.inputs[0].origin(box.lo));
   push_origin(d.indices, box.lo);  // y is a whole tensor of x's shape: output coords are slot coords

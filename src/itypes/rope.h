@@ -13,13 +13,18 @@ class Rope final : public IType {
   // cos_bcast: bit d = padded dim d (b, d, r, c) along which cos and sin (one view layout) broadcast
   // over x; bit 3 (the head dim) is never set for a valid node. x_bshd: x is a (B, S, H, D) backing seen
   // through transpose(1, 2) (HF's q and k), read in place: its rows run along backing dim 1.
-  explicit Rope(uint8_t cos_bcast = 0, bool x_bshd = false, bool interleaved = false);
+  // half_tables (interleaved only): cos / sin hold D/2 columns, column c of x using c / 2 (the tables a
+  // repeat_interleave(2, -1) would widen: Helium's and Glm's layout).
+  explicit Rope(uint8_t cos_bcast = 0, bool x_bshd = false, bool interleaved = false, bool half_tables = false);
   std::string name() const override { return "Rope"; }
-  // "bcast=0110" ("bcast=0000": cos has x's shape), plus ",x_bshd", ",interleaved".
+  // "bcast=0110" ("bcast=0000": cos has x's shape), plus ",x_bshd", ",interleaved", ",half_tables".
   std::string params() const override;
   uint8_t cos_bcast() const { return bcast_; }
   bool x_bshd() const { return x_bshd_; }
   bool interleaved() const { return interleaved_; }
+  bool half_tables() const { return half_; }
+  // Whether the folded cos view holds half of x's last dim (interleaved tables before their repeat).
+  static bool half_for(const TensorRange& x, const TensorRange& cos);
   // Whether x's folded view needs x_bshd (rows along backing dim 1, not readable as a plain tile view).
   static bool bshd_for(const TensorRange& x);
   // The mask for x's and cos's folded views (never throws: validate() checks the shapes).
@@ -37,7 +42,7 @@ class Rope final : public IType {
 
  private:
   uint8_t bcast_;
-  bool x_bshd_, interleaved_;
+  bool x_bshd_, interleaved_, half_;
 };
 
 }  // namespace mk

@@ -130,7 +130,8 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr unsigned bcast = " +
               std::to_string(r->cos_bcast()) + ";\n  static constexpr bool x_bshd = " +
               (r->x_bshd() ? "true" : "false") + ";\n  static constexpr bool interleaved = " +
-              (r->interleaved() ? "true" : "false") + ";\n};\n";
+              (r->interleaved() ? "true" : "false") + ";\n  static constexpr bool half_tables = " +
+              (r->half_tables() ? "true" : "false") + ";\n};\n";
     return "mk::Rope<" + P + ">";
   }
   if (const auto* rr = dynamic_cast<const RowReduce*>(&it)) {

@@ -91,16 +91,42 @@ struct Matcher : FxMatch {
     const FxNode* m = only(a, "aten.mul.Tensor");
     return m && m->args.size() == 2 && m->kwargs.empty() && m->args[0].is_node() && m->args[1].is_node() ? m : nullptr;
   }
-  // cos/sin operand C against X: a float tensor that broadcasts to X's shape with X's last dim.
-  bool table_for(const FxArg& c, const FxTensor& xm) const {
+  // cos/sin operand C against X: a float tensor that broadcasts to X's shape, with X's last dim (or half
+  // of it: `half`).
+  bool table_for(const FxArg& c, const FxTensor& xm, bool half = false) const {
     const FxTensor* cm = meta(node(c));
     if (!cm || !float_dtype(cm->dtype) || cm->shape.empty() || cm->shape.size() > xm.shape.size() ||
-        cm->shape.back() != xm.shape.back())
+        cm->shape.back() * (half ? 2 : 1) != xm.shape.back())
       return false;
     const size_t off = xm.shape.size() - cm->shape.size();
-    for (size_t d = 0; d < cm->shape.size(); ++d)
+    for (size_t d = 0; d + 1 < cm->shape.size(); ++d)
       if (cm->shape[d] != 1 && cm->shape[d] != xm.shape[off + d]) return false;
     return true;
+  }
+  // c when table C is c.repeat_interleave(2, -1) as the graph spells it for a 4-D c (rank 5 inside):
+  // view(clone(expand(unsqueeze(c, -1), [..., W, 2])), [..., 2W]), the inner nodes used once. The view
+  // may have other users (q's and k's rotations share the tables); it stays for them and goes dead when
+  // every user fused.
+  std::optional<FxArg> repeated_pairs(const FxArg& C) const {
+    const FxNode* vw = node(C);
+    if (!vw || !(call(vw, "aten.view.default") || call(vw, "aten._unsafe_view.default") ||
+                 call(vw, "aten.reshape.default")) || vw->args.size() != 2)
+      return std::nullopt;
+    const FxNode* cl = only(vw->args[0], "aten.clone.default");
+    const FxNode* ex = cl && cl->args.size() == 1 ? only(cl->args[0], "aten.expand.default") : nullptr;
+    const FxNode* un = ex && ex->args.size() == 2 ? only(ex->args[0], "aten.unsqueeze.default") : nullptr;
+    if (!un || un->args.size() != 2 || !un->args[0].is_node()) return std::nullopt;
+    const FxTensor* cm = meta(node(un->args[0]));
+    const FxTensor* em = meta(ex);
+    const FxTensor* vm = meta(vw);
+    if (!cm || !em || !vm || cm->shape.empty()) return std::nullopt;
+    const int64_t rank = static_cast<int64_t>(cm->shape.size());
+    if (!(int_is(un->args[1], -1) || int_is(un->args[1], rank))) return std::nullopt;
+    std::vector<int64_t> want = cm->shape, wide = cm->shape;
+    want.push_back(2);
+    wide.back() *= 2;
+    if (em->shape != want || vm->shape != wide) return std::nullopt;
+    return un->args[0];
   }
 
   // Tries a match whose add is node k; rewrites and returns true on success.
@@ -115,14 +141,25 @@ struct Matcher : FxMatch {
         for (int q = 0; q < 2; ++q) {
           const int64_t X = m1->args[p].i;
           const bool half = rotate_half(m2->args[q], X);
-          if (!half && !rotate_every_two(m2->args[q], X)) continue;
-          if (rewrite(k, X, m1->args[1 - p], m2->args[1 - q], !half)) return true;
+          bool every = !half && rotate_every_two(m2->args[q], X);
+          // Ernie4_5: X = x.float(), but the pairs rotate on x itself, cast after: float(rotate_every_two(x)).
+          bool on_source = false;
+          if (!half && !every) {
+            const FxNode* c = only(m2->args[q], "aten._to_copy.default");
+            const FxNode* xn = &g.nodes[X];
+            every = on_source = c && cast_dtype(c) == "float32" && cast_dtype(xn) == "float32" && c->args.size() == 1 &&
+                                xn->args[0].is_node() && rotate_every_two(c->args[0], xn->args[0].i);
+          }
+          if (!half && !every) continue;
+          if (rewrite(k, X, m1->args[1 - p], m2->args[1 - q], !half, on_source)) return true;
         }
     }
     return false;
   }
 
-  bool rewrite(int k, int64_t X, const FxArg& C, const FxArg& S, bool interleaved) {
+  // on_source: the rotation read X's source (X = _to_copy(x, float32), used by the mul only): only the
+  // cast form then (x.float() ... .type_as(x)).
+  bool rewrite(int k, int64_t X, const FxArg& C, const FxArg& S, bool interleaved, bool on_source = false) {
     const FxTensor* xm = meta(&g.nodes[X]);
     const FxTensor* rm = meta(&g.nodes[k]);
     const FxTensor* cm = meta(node(C));
@@ -130,6 +167,15 @@ struct Matcher : FxMatch {
     if (!xm || !rm || !cm || !sm || rm->shape != xm->shape || cm->shape != sm->shape || !table_for(C, *xm) ||
         !table_for(S, *xm))
       return false;
+    // Interleaved tables widened by repeat_interleave: Rope reads the half-width sources (half_tables).
+    std::optional<FxArg> hc, hs;
+    if (interleaved && (hc = repeated_pairs(C)) && (hs = repeated_pairs(S)) && table_for(*hc, *xm, true) &&
+        table_for(*hs, *xm, true)) {
+      const FxTensor *hcm = meta(node(*hc)), *hsm = meta(node(*hs));
+      if (!hcm || !hsm || hcm->shape != hsm->shape) hc.reset();
+    } else {
+      hc.reset();
+    }
     FxArg x;
     x.kind = FxArg::Kind::Node;
     x.i = X;
@@ -138,15 +184,15 @@ struct Matcher : FxMatch {
     const FxNode* xn = &g.nodes[X];
     const int u = sole_user(k);
     const FxTensor* src = cast_dtype(xn) == "float32" ? meta(node(xn->args[0])) : nullptr;
-    if (u >= 0 && uses[X] == 3 && src && rm->dtype == "float32" && float_dtype(src->dtype) &&
+    if (u >= 0 && uses[X] == (on_source ? 1 : 3) && src && rm->dtype == "float32" && float_dtype(src->dtype) &&
         cast_dtype(&g.nodes[u]) == src->dtype) {
       x = xn->args[0];
       result = u;
-    } else if (rm->dtype != xm->dtype || !float_dtype(xm->dtype)) {
+    } else if (on_source || rm->dtype != xm->dtype || !float_dtype(xm->dtype)) {
       return false;
     }
     FxNode& out = g.nodes[result];
-    const FxArg c = C, s = S;  // copies: C and S live in nodes this rewrite may touch
+    const FxArg c = hc ? *hc : C, s = hc ? *hs : S;  // copies: C and S live in nodes this rewrite may touch
     out.op = "call_function";
     out.target = interleaved ? "megakittens.rope_interleaved.default" : "megakittens.rope.default";
     out.args = {x, c, s};

@@ -203,7 +203,8 @@ Resolution rope(const OpCall& c, bool interleaved) {
   Resolution r{std::make_shared<Rope>(0, false, interleaved), c.target(),
                {&c.tensor("x"), &c.tensor("cos"), &c.tensor("sin")}};
   r.bind = [interleaved](const std::vector<TensorRange>& v) -> ITypePtr {
-    return std::make_shared<Rope>(Rope::mask_for(v.at(0), v.at(1)), Rope::bshd_for(v.at(0)), interleaved);
+    return std::make_shared<Rope>(Rope::mask_for(v.at(0), v.at(1)), Rope::bshd_for(v.at(0)), interleaved,
+                                  interleaved && Rope::half_for(v.at(0), v.at(1)));
   };
   return r;
 }

@@ -7,7 +7,8 @@
 
 namespace mk {
 
-// P: struct { static constexpr unsigned bcast; static constexpr bool x_bshd, interleaved; }
+// P: struct { static constexpr unsigned bcast; static constexpr bool x_bshd, interleaved, half_tables; }
+// half_tables: cos / sin hold one column per pair (column c reads c / 2); scalar path only.
 template <class P>
 struct RopeBody {
   // Row (j, r) of x, cos, sin and y starts at view.at(r, 0) + j * its dim-1 stride (xj, cj, sj, yj).
@@ -24,8 +25,9 @@ struct RopeBody {
       col = (e % cpr) * V;
       const int jr = e / cpr, r = jr % rows, j = jr / rows;
       xo = v.x.at(r, col) + j * v.xj;
-      co = v.cs.at(r, col) + j * v.cj;
-      so = v.sn.at(r, col) + j * v.sj;
+      const int tc = P::half_tables ? col >> 1 : col;
+      co = v.cs.at(r, tc) + j * v.cj;
+      so = v.sn.at(r, tc) + j * v.sj;
       yo = v.y.at(r, col) + j * v.yj;
     };
     chunked(tid, nd * rows * cpr, kSimtThreads,
@@ -75,7 +77,8 @@ struct RopeBody {
     const bool vec = D % 16 == 0 && vec8_ok(v.x) && vec8_ok(v.cs) && vec8_ok(v.sn) && vec8_ok(v.y) && v.x.cs == 1 &&
                      v.cs.cs == 1 && v.sn.cs == 1 && v.y.cs == 1 && v.xj % 8 == 0 && v.cj % 8 == 0 && v.sj % 8 == 0 &&
                      v.yj % 8 == 0;
-    if (vec) run_v<8>(v, nd, rows, D, tid);
+    if constexpr (P::half_tables) run_v<1>(v, nd, rows, D, tid);
+    else if (vec) run_v<8>(v, nd, rows, D, tid);
     else run_v<1>(v, nd, rows, D, tid);
   }
 };

@@ -20,18 +20,20 @@ void Rope::execute(const Instruction& in, ExecContext& ctx) const {
   // x_bshd: the rows of the one (b, h) run along backing dim 1 (nd is 1), in the same row-major order.
   const std::vector<float> x =
       ctx.load(in.src_slot(0), x_bshd_ ? box_at(x0, rows, 1, D) : box_at(x0, nd, rows, D));
-  const std::vector<float> cs = ctx.load(in.src_slot(1), box_at(c0, cd, cr, D));
-  const std::vector<float> sn = ctx.load(in.src_slot(2), box_at(c0, cd, cr, D));
+  const int64_t W = half_ ? h : D;  // table columns: half tables hold one per pair
+  const std::vector<float> cs = ctx.load(in.src_slot(1), box_at(c0, cd, cr, W));
+  const std::vector<float> sn = ctx.load(in.src_slot(2), box_at(c0, cd, cr, W));
   std::vector<float> y(x.size());
   for (int64_t j = 0; j < nd; ++j)
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x.data() + (j * rows + r) * D;
-      const int64_t crow = ((cd == 1 ? 0 : j) * cr + (cr == 1 ? 0 : r)) * D;
+      const int64_t crow = ((cd == 1 ? 0 : j) * cr + (cr == 1 ? 0 : r)) * W;
       float* yr = y.data() + (j * rows + r) * D;
       for (int64_t c = 0; c < D; ++c) {
         const float rot = interleaved_ ? (c % 2 == 0 ? -xr[c + 1] : xr[c - 1])  // rotate_every_two(x)
                                        : (c < h ? -xr[c + h] : xr[c - h]);  // rotate_half(x)
-        yr[c] = xr[c] * cs[crow + c] + rot * sn[crow + c];
+        const int64_t t = crow + (half_ ? c / 2 : c);
+        yr[c] = xr[c] * cs[t] + rot * sn[t];
       }
     }
   ctx.store(in.dst_slot(0), box_at(y0, nd, rows, D), y);
