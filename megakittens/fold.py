@@ -2,7 +2,8 @@
 
 ``fold_constants(gm)``: every node that depends on no graph input (``arange``-built position ids, the
 causal masks Hugging Face builds from them, ``scalar_tensor``, ``lift_fresh_copy`` of a tensor built from
-Python data inside forward...) is evaluated once at compile time;
+Python data inside forward...) is evaluated once at compile time; an ``index.Tensor`` by a constant range
+of rows becomes a slice;
 an SDPA whose ``attn_mask`` evaluates to the causal mask becomes ``is_causal=True`` without a mask (the
 Attention instruction type has no masks), and every other folded tensor that a remaining node reads
 becomes a ``get_attr`` constant of ``gm``, which the tracer treats as a graph input.
@@ -162,6 +163,36 @@ def drop_empty_cat_operands(gm: torch.fx.GraphModule) -> int:
     return dropped
 
 
+def _index_ranges_to_slices(gm: torch.fx.GraphModule, env: dict) -> int:
+    """``x[idx]`` (``aten.index.Tensor`` on dim 0) whose constant ``idx`` holds consecutive values a .. a + n - 1
+    in order is ``x[a:a + n]`` seen with idx's shape in front: a slice and a view, which fold into edges. GPT-J
+    and CodeGen gather their sin/cos table rows by position ids built from ``arange``."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten.index.Tensor or node in env:
+            continue
+        x, idx = node.args[0], node.args[1]
+        if not isinstance(x, torch.fx.Node) or not isinstance(idx, (list, tuple)) or len(idx) != 1 or idx[0] not in env:
+            continue
+        i, xv, out = env[idx[0]], x.meta.get("val"), node.meta.get("val")
+        if not isinstance(i, torch.Tensor) or i.dtype not in (torch.int32, torch.int64) or i.numel() == 0 or \
+                not isinstance(xv, torch.Tensor) or xv.dim() == 0 or not isinstance(out, torch.Tensor):
+            continue
+        flat = i.flatten()
+        a, n = int(flat[0]), flat.numel()
+        if a < 0 or a + n > xv.shape[0] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype)):
+            continue
+        with gm.graph.inserting_before(node):
+            rows = gm.graph.call_function(torch.ops.aten.slice.Tensor, (x, 0, a, a + n))
+            rows.meta["val"] = xv[a:a + n]
+            view = gm.graph.call_function(torch.ops.aten.view.default, (rows, list(out.shape)))
+            view.meta["val"] = out
+        node.replace_all_uses_with(view)
+        gm.graph.erase_node(node)
+        count += 1
+    return count
+
+
 def fold_constants(gm: torch.fx.GraphModule) -> int:
     """Fold the input-independent nodes of ``gm`` in place (see the module doc); returns how many folded
     tensors became constants."""
@@ -170,6 +201,7 @@ def fold_constants(gm: torch.fx.GraphModule) -> int:
         if not env:
             return 0
         _drop_causal_masks(gm, env)
+        _index_ranges_to_slices(gm, env)
     count = 0
     for node in list(gm.graph.nodes):
         if node not in env or not isinstance(env[node], torch.Tensor):

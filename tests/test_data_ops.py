@@ -336,3 +336,21 @@ def test_custom_ops_match_their_oracles():
         mk.embedding(args[1], torch.tensor([200]))
     with pytest.raises(ValueError, match="dtype must be one of"):
         mk.copy(args[0], "int64")
+
+
+def gather_rows(table, x):  # GPT-J's embed_positions[position_ids], position ids from arange
+    pos = torch.arange(3, 3 + x.shape[0])[None]
+    return table[pos][0] * x
+
+
+def gather_rows_reversed(table, x):
+    return table[torch.arange(x.shape[0]).flip(0)] * x
+
+
+def test_index_by_a_constant_range_is_a_slice():
+    """megakittens/fold.py: x[idx] with a constant idx of consecutive rows a .. a + n - 1 becomes x[a:a + n] (a
+    view); any other constant index is still aten.index.Tensor, which has no instruction type."""
+    table, x = randn(64, 32), randn(20, 32)
+    _check(gather_rows, table, x)
+    with pytest.raises(Exception, match="aten.index.Tensor"):
+        megakittens.compile(gather_rows_reversed)(table, x)

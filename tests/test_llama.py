@@ -255,6 +255,26 @@ def test_hf_mistral_default_call_returns_its_sliding_window_cache():
     assert consts and all(a.data_ptr() != b.data_ptr() for a, b in consts)  # each call its own memory
 
 
+@pytest.mark.parametrize("name", ["GPTJ", "CodeGen"])
+def test_hf_gptj_family_matches_eager(name):
+    """GPT-J / CodeGen: sin/cos rows gathered by position ids (aten.index.Tensor by a constant range: a slice,
+    megakittens/fold.py), interleaved RoPE on half-width tables, a parallel attention / MLP block."""
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, name + "Config"):
+        pytest.skip(f"transformers {transformers.__version__} has no {name}Config")
+    cfg = getattr(transformers, name + "Config")(vocab_size=512, n_embd=256, n_layer=2, n_head=4, rotary_dim=64,
+                                                 n_positions=256, n_ctx=256, bos_token_id=0, eos_token_id=0)
+    cfg._attn_implementation = "sdpa"
+    model = getattr(transformers, name + "Model")(cfg).to(torch.bfloat16).eval()
+    ids = torch.randint(0, 512, (1, 64))
+    fwd = lambda i: model(input_ids=i, use_cache=False).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        h, h_ref = megakittens.compile(fwd)(ids), fwd(ids)
+    assert rel_err(h, h_ref) <= HIDDEN_TOL, f"{name}: relative error {rel_err(h, h_ref):.3g}"
+    assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes if n.itype.startswith("Rope")] == \
+        ["Rope(bcast=0010,interleaved,half_tables)"] * 4
+
+
 def test_hf_gpt2_matches_eager():
     """GPT-2: LayerNorm, the fused q/k/v projection split in three (aten.split -> slice views), Conv1D
     (addmm with an untransposed weight), learned positions and gelu_new, on the reference interpreter."""
