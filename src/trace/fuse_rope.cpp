@@ -19,36 +19,24 @@ struct Matcher : FxMatch {
   static bool int_is(const FxArg& a, int64_t v) { return a.kind == FxArg::Kind::Int && a.i == v; }
   static bool last_dim(const FxArg& a, int64_t rank) { return int_is(a, -1) || int_is(a, rank - 1); }
   static bool float_dtype(const std::string& d) { return d == "bfloat16" || d == "float16" || d == "float32"; }
-  // aten.slice.Tensor(X, last dim, start, end[, 1]) of node X, used once: whether it is X[..., lo:hi]
+  // aten.slice.Tensor(X, last dim, start, end[, step]) of node X, used once: whether it is X[..., lo:hi:step]
   // for a last dim of D (hi == D also accepts any end >= D).
-  bool slice_of(const FxArg& a, int64_t X, int64_t rank, int64_t D, int64_t lo, int64_t hi) const {
+  bool slice_of(const FxArg& a, int64_t X, int64_t rank, int64_t D, int64_t lo, int64_t hi, int64_t step = 1) const {
     const FxNode* s = only(a, "aten.slice.Tensor");
     if (!s || !s->kwargs.empty() || s->args.size() < 4 || s->args.size() > 5) return false;
     if (!s->args[0].is_node() || s->args[0].i != X || !last_dim(s->args[1], rank)) return false;
-    if (s->args.size() == 5 && !int_is(s->args[4], 1)) return false;
+    if (s->args.size() == 5 ? !int_is(s->args[4], step) : step != 1) return false;
     const bool start_ok = int_is(s->args[2], lo) || (lo == 0 && s->args[2].kind == FxArg::Kind::None);
     const FxArg& e = s->args[3];
     const bool end_ok = hi == D ? (e.kind == FxArg::Kind::None || (e.kind == FxArg::Kind::Int && e.i >= D))
                                 : int_is(e, hi);
     return start_ok && end_ok;
   }
-  // aten.slice.Tensor(X, last dim, start, end >= D or None, step) of node X, used once: X[..., start::step].
-  bool strided_slice_of(const FxArg& a, int64_t X, int64_t rank, int64_t D, int64_t start, int64_t step) const {
-    const FxNode* s = only(a, "aten.slice.Tensor");
-    if (!s || !s->kwargs.empty() || s->args.size() != 5) return false;
-    if (!s->args[0].is_node() || s->args[0].i != X || !last_dim(s->args[1], rank) || !int_is(s->args[4], step))
-      return false;
-    const bool start_ok = int_is(s->args[2], start) || (start == 0 && s->args[2].kind == FxArg::Kind::None);
-    const FxArg& e = s->args[3];
-    return start_ok && (e.kind == FxArg::Kind::None || (e.kind == FxArg::Kind::Int && e.i >= D));
-  }
   // Whether node `v` (used once) is view(stack([neg(X[..., 1::2]), X[..., ::2]], -1), X's shape):
   // rotate_every_two(X), the pairs (2i, 2i + 1) rotating (GPT-J's and Cohere's layout).
   bool rotate_every_two(const FxArg& v, int64_t X) const {
     const FxNode* vw = node(v);
-    if (!vw || uses[v.i] != 1 || !(call(vw, "aten.view.default") || call(vw, "aten._unsafe_view.default") ||
-                                   call(vw, "aten.reshape.default")))
-      return false;
+    if (!vw || uses[v.i] != 1 || !is_reshape(vw)) return false;
     const FxTensor* xm = meta(&g.nodes[X]);
     const FxTensor* vm = meta(vw);
     if (!xm || !vm || vm->shape != xm->shape || xm->shape.empty() || vw->args.size() != 2 || !vw->kwargs.empty())
@@ -71,7 +59,7 @@ struct Matcher : FxMatch {
       }
     const FxNode* neg = only(part[0], "aten.neg.default");
     if (!neg || neg->args.size() != 1 || !neg->kwargs.empty()) return false;
-    return strided_slice_of(neg->args[0], X, rank, D, 1, 2) && strided_slice_of(part[1], X, rank, D, 0, 2);
+    return slice_of(neg->args[0], X, rank, D, 1, D, 2) && slice_of(part[1], X, rank, D, 0, D, 2);
   }
   // Whether node `cat` (used once) is cat([neg(X[..., h:]), X[..., :h]], -1): rotate_half(X).
   bool rotate_half(const FxArg& cat, int64_t X) const {
@@ -109,9 +97,7 @@ struct Matcher : FxMatch {
   // every user fused.
   std::optional<FxArg> repeated_pairs(const FxArg& C) const {
     const FxNode* vw = node(C);
-    if (!vw || !(call(vw, "aten.view.default") || call(vw, "aten._unsafe_view.default") ||
-                 call(vw, "aten.reshape.default")) || vw->args.size() != 2)
-      return std::nullopt;
+    if (!vw || !is_reshape(vw) || vw->args.size() != 2) return std::nullopt;
     const FxNode* cl = only(vw->args[0], "aten.clone.default");
     const FxNode* ex = cl && cl->args.size() == 1 ? only(cl->args[0], "aten.expand.default") : nullptr;
     const FxNode* un = ex && ex->args.size() == 2 ? only(ex->args[0], "aten.unsqueeze.default") : nullptr;
@@ -168,14 +154,10 @@ struct Matcher : FxMatch {
         !table_for(S, *xm))
       return false;
     // Interleaved tables widened by repeat_interleave: Rope reads the half-width sources (half_tables).
-    std::optional<FxArg> hc, hs;
-    if (interleaved && (hc = repeated_pairs(C)) && (hs = repeated_pairs(S)) && table_for(*hc, *xm, true) &&
-        table_for(*hs, *xm, true)) {
-      const FxTensor *hcm = meta(node(*hc)), *hsm = meta(node(*hs));
-      if (!hcm || !hsm || hcm->shape != hsm->shape) hc.reset();
-    } else {
-      hc.reset();
-    }
+    const std::optional<FxArg> hc = interleaved ? repeated_pairs(C) : std::nullopt;
+    const std::optional<FxArg> hs = hc ? repeated_pairs(S) : std::nullopt;
+    const bool half = hs && table_for(*hc, *xm, true) && table_for(*hs, *xm, true) &&
+                      meta(node(*hc))->shape == meta(node(*hs))->shape;  // table_for checked both metas
     FxArg x;
     x.kind = FxArg::Kind::Node;
     x.i = X;
@@ -192,7 +174,7 @@ struct Matcher : FxMatch {
       return false;
     }
     FxNode& out = g.nodes[result];
-    const FxArg c = hc ? *hc : C, s = hc ? *hs : S;  // copies: C and S live in nodes this rewrite may touch
+    const FxArg c = half ? *hc : C, s = half ? *hs : S;  // copies: C and S live in nodes this rewrite may touch
     out.op = "call_function";
     out.target = interleaved ? "megakittens.rope_interleaved.default" : "megakittens.rope.default";
     out.args = {x, c, s};
