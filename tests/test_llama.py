@@ -265,7 +265,10 @@ def test_hf_gptj_family_matches_eager(name):
     cfg = getattr(transformers, name + "Config")(vocab_size=512, n_embd=256, n_layer=2, n_head=4, rotary_dim=64,
                                                  n_positions=256, n_ctx=256, bos_token_id=0, eos_token_id=0)
     cfg._attn_implementation = "sdpa"
-    model = getattr(transformers, name + "Model")(cfg).to(torch.bfloat16).eval()
+    try:
+        model = getattr(transformers, name + "Model")(cfg).to(torch.bfloat16).eval()
+    except ValueError as e:  # transformers before 5 has no SDPA path for these two
+        pytest.skip(f"transformers {transformers.__version__}: {e}"[:200])
     ids = torch.randint(0, 512, (1, 64))
     fwd = lambda i: model(input_ids=i, use_cache=False).last_hidden_state  # noqa: E731
     with torch.no_grad():
