@@ -48,8 +48,19 @@ def flush_l2():
     _FLUSH.zero_()
 
 
-def bench(fn, iters=50, warmup=5, flush=False) -> float:
-    """Median milliseconds of fn() over `iters` runs, CUDA events around each run."""
+# Spin kernel length for bench(device_only=True): ~0.2 ms at the H200's ~2 GHz SM clock, longer than the
+# host time of any single call benchmarked here (an eager RMSNorm: about 6 launches).
+_HOST_COVER_CYCLES = 400_000
+
+
+def bench(fn, iters=50, warmup=5, flush=False, device_only=False) -> float:
+    """Median milliseconds of fn() over `iters` runs, CUDA events around each run, the GPU idle after each.
+
+    device_only: a spin kernel (torch.cuda._sleep) runs before the start event, so the host enqueues the
+    start event and fn's launches while the GPU is still busy and the events time fn's device work alone,
+    not the host's launch latency (the method of triton.testing.do_bench, whose L2 flush before each run
+    plays the spin kernel's part). Bandwidth rows use it; latency rows (a call as a user sees it) do not.
+    """
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -57,6 +68,8 @@ def bench(fn, iters=50, warmup=5, flush=False) -> float:
     for _ in range(iters):
         if flush:
             flush_l2()
+        if device_only:
+            torch.cuda._sleep(_HOST_COVER_CYCLES)
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         fn()
