@@ -13,7 +13,9 @@ Phases (events in launch order of one instruction):
   total     publish -> barriers released
   rtt       Gemm: loader issued k-tile 0 -> consumer 0 saw it land (one TMA round trip)
   mainloop  Gemm: k-tile 0 landed -> the last wgmma done (divide by k-tiles - 1 for the step time)
-  epilogue  Gemm: last wgmma done -> consumer 0 done (bias wait, conversion, page stores)
+  epilogue  Gemm: last wgmma done -> consumer 0 done (bias wait, conversion, page stores), in two parts:
+  epi_wait  Gemm: last wgmma done -> consumer 0 has its epilogue page and its bias inputs
+  epi_body  Gemm: the rest (bias loads, activation, rounding, page stores)
 Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), chain (20 ops, 1024x1024), gemm4k, gemm8k, mlp512 and mlp1024 (the
 seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one
 column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM) and k132 (132 wide tiles,
@@ -41,12 +43,13 @@ import megakittens.ops  # noqa: E402,F401
 
 BF16 = torch.bfloat16
 (PUBLISH, LOAD_BEGIN, INPUTS, LOAD_END, COMP_BEGIN, COMP_END, STORE_BEGIN, REUSE, HANDBACK, COMPLETE,
- STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END) = range(16)
+ STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END, EPILOGUE_READY) = range(17)
 PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
           ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
           ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END),
           # Gemm only: k-tile 0's TMA round trip, the mainloop after it, the epilogue (bias wait included)
-          ("rtt", FIRST_ISSUE, FIRST_FULL), ("mainloop", FIRST_FULL, MAINLOOP_END), ("epilogue", MAINLOOP_END, COMP_END)]
+          ("rtt", FIRST_ISSUE, FIRST_FULL), ("mainloop", FIRST_FULL, MAINLOOP_END), ("epilogue", MAINLOOP_END, COMP_END),
+          ("epi_wait", MAINLOOP_END, EPILOGUE_READY), ("epi_body", EPILOGUE_READY, COMP_END)]
 
 
 def cases():

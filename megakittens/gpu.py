@@ -29,6 +29,9 @@ __all__ = ["available", "num_ctas", "kernel_for", "launcher", "run_program_gpu",
 _KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
 
+# Event words per instruction row of a timeline (kernels/mk/vm.cuh kTimelineWords).
+TIMELINE_WORDS = 20
+
 def kernels_dir() -> str:
     """Folder holding kernels/mk/*.cuh ($MEGAKITTENS_KERNELS_DIR overrides)."""
     d = os.environ.get("MEGAKITTENS_KERNELS_DIR") or str(_KERNELS_DIR)
@@ -134,7 +137,7 @@ def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: 
     """Launch ``program`` once over ``slot_tensors`` (one contiguous CUDA tensor per program slot, outputs
     allocated by the caller) on ``stream`` (an int CUstream; default: torch's current stream).
 
-    ``timeline``: an int64 CUDA tensor ``[num_instructions, 16]``; each role writes its %globaltimer event
+    ``timeline``: an int64 CUDA tensor ``[num_instructions, TIMELINE_WORDS]``; each role writes its %globaltimer event
     times (ns) into the instruction's row (kernels/mk/vm.cuh [Note: timeline]; benchmarks/timeline.py).
 
     Raises ``_C.DeadlockError`` with the watchdog's report (at this call with ``sync``, else at the next
@@ -153,7 +156,7 @@ def run_program_ptrs(program: Any, ptrs: Sequence[int], stream: Optional[int] = 
     the launch is ordered before its reuse: same stream, as torch's caching allocator does)."""
     tl = 0
     if timeline is not None:
-        want = (program.num_instructions, 16)
+        want = (program.num_instructions, TIMELINE_WORDS)
         if not timeline.is_cuda or timeline.dtype != torch.int64 or tuple(timeline.shape) != want:
             raise ValueError(f"megakittens: timeline must be a CUDA int64 tensor of shape {want}, got "
                              f"{timeline.dtype} {tuple(timeline.shape)} on {timeline.device}")

@@ -474,7 +474,7 @@ def _gemm_flags_under(define, case, cluster, gemm_n, global_queue, monkeypatch, 
     rows = [i for i, r in enumerate(program.table_global()) if int(r[0]) in gemm and int(r[7 + 12]) > 0]
     assert rows
     for seed in seeds:
-        t = torch.zeros(program.num_instructions, 16, dtype=torch.int64, device="cuda")
+        t = torch.zeros(program.num_instructions, gpu.TIMELINE_WORDS, dtype=torch.int64, device="cuda")
         args = inputs_for(shapes, "cuda", seed=seed)
         (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0},
                          timeline=t)

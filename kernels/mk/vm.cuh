@@ -255,7 +255,8 @@ enum TimelineEvent {
   kEvFlags,  // a value, not a time: IType-specific (Gemm: 1 = B multicast across the cluster pair)
   // Gemm only: the loader issued k-tile 0; consumer 0 saw k-tile 0 land; its mainloop's last wgmma done.
   kEvFirstIssue, kEvFirstFull, kEvMainloopEnd,
-  kTimelineWords = 16
+  kEvEpilogueReady,  // Gemm: consumer 0 has its epilogue page and its late inputs (bias)
+  kTimelineWords = 20
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
   const u64 t = c.g->c.timeline;
@@ -404,8 +405,9 @@ __device__ __forceinline__ bool wait_global(Ctx& c, int first, int n, int site) 
         if (backoff < 256) backoff *= 2;
       }
     }
-    // Writes by other SMs' TMA stores (async proxy) must be visible to our TMA loads.
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+    // Writes by other SMs' TMA stores (async proxy) must be visible to our TMA loads. Nothing waited on
+    // (graph inputs only): nothing to order.
+    if (n > 0) cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
     // The loader's and storer's waits only: a consumer's late-input wait (Gemm bias) would overwrite them.
     if (c.warp >= kConsumerWarps) mark(c, site == 1 ? kEvInputsReady : kEvReuseReady);
   }
@@ -416,6 +418,11 @@ __device__ __forceinline__ bool wait_inputs(Ctx& c) { return wait_global(c, 0, c
 // inputs only its compute reads, after a wait_inputs of its own.
 __device__ __forceinline__ bool wait_early_inputs(Ctx& c) {
   return wait_global(c, 0, c.num_src_input() - c.num_src_late(), 1);
+}
+// The late input barriers alone: a consumer that reads late inputs with its own loads (Gemm bias); the
+// loader already waited for the others before its TMA loads brought their data in.
+__device__ __forceinline__ bool wait_late_inputs(Ctx& c) {
+  return wait_global(c, c.num_src_input() - c.num_src_late(), c.num_src_late(), 1);
 }
 __device__ __forceinline__ bool wait_reuse(Ctx& c) {
   return wait_global(c, c.num_src_input(), c.num_src_reuse(), 2);

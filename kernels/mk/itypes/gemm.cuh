@@ -52,11 +52,13 @@
 //   (ld.global.cg: L2, never a stale L1 line) at word 15's element offset, rows `dims[3]` of the bias
 //   slot apart, in the epilogue loop: each column pair is added in fp32 right before it is rounded and
 //   staged, so its accumulator registers die as the bias registers are needed (initialising the
-//   accumulator with the bias before the k-loop spilled, or serialized the wgmma). They wait on the
-//   instruction's input barriers themselves first (the loader's wait does not order the consumers'
-//   generic loads); the bias is a late input (docs/instruction.md), so the loader does not wait for it
-//   and the mainloop of a split-K chain's next split runs while the split it adds is still computing. Addresses are clamped into the m_rows x n_cols tile (the rows and columns
-//   outside it are never stored).
+//   accumulator with the bias before the k-loop spilled, or serialized the wgmma). The bias is a late
+//   input (docs/instruction.md): the loader does not wait for it (the mainloop of a split-K chain's next
+//   split runs while the split it adds is still computing), the consumers wait for its barrier
+//   themselves (the loader's waits do not order their generic loads), and for no other (the loader's
+//   TMA brought those in). The loader prefetches the bias rows into L2 ([Note: bias prefetch]).
+//   Addresses are clamped into the m_rows x n_cols tile (the rows and columns outside it are never
+//   stored).
 // - SWIGLU (`swiglu`): D = silu(A @ B) * (A @ B2), a tile of at most 128 output columns. Boxes 0, 1 of
 //   the B stage hold B's columns [n0, n0 + 128), boxes 2, 3 the same columns of B2 (its tensor map, B's
 //   coordinates: the host requires both views to sit alike on their backings), so one m64n256k16 puts
@@ -433,7 +435,7 @@ struct GemmT {
     if (!active) return;
     BiasRows bias{};
     if constexpr (BIAS != 0) {
-      if (!wait_inputs(c)) return;
+      if (!wait_late_inputs(c)) return;
       bias = bias_rows(c, d, wg);
     }
 
@@ -450,6 +452,7 @@ struct GemmT {
       }
       out = c.page(b_lid(d.last));
     }
+    if (c.warp == 0) mark(c, kEvEpilogueReady);
     // Thread (warp w, lane l) holds rows 16w + l/4 (+8) and columns 8i + 2(l%4) (+1), i < N/8: box
     // i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4 (conflict-free: the 8 rows of a
     // store hit 8 different chunks).
