@@ -68,11 +68,6 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_GEMM_BIAS_PREFETCH
 #define MK_GEMM_BIAS_PREFETCH 1
 #endif
-// [Note: bias vectors] (kernels/mk/itypes/gemm.cuh): 1 (default) aligned bias rows load as 16-byte vectors
-// shared through a quad transpose; 0: 2-byte loads only (the A/B switch).
-#ifndef MK_GEMM_BIAS_VECTORS
-#define MK_GEMM_BIAS_VECTORS 1
-#endif
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
 #endif

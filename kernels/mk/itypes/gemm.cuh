@@ -345,7 +345,6 @@ struct GemmT {
   struct BiasRows {
     const unsigned short* row[2];
     int last;  // the last column pair's first column: n_cols - 2 (n_cols is a multiple of 8)
-    bool vec;  // [Note: bias vectors] every row and 8-column block starts 16-byte aligned
   };
   static __device__ __forceinline__ BiasRows bias_rows(const Ctx& c, const Dims& d, int wg) {
     const SlotDesc& cs = c.slot(c.src_slot(2));
@@ -357,33 +356,7 @@ struct GemmT {
     for (int h = 0; h < 2; ++h)  // m_rows >= 1 here
       b.row[h] = BIAS == 1 ? base : base + static_cast<long long>(min(r + 8 * h, d.m_rows - 1)) * cs.dims[3];
     b.last = d.n_cols - 2;
-    b.vec = MK_GEMM_BIAS_VECTORS && reinterpret_cast<unsigned long long>(base) % 16 == 0 &&
-            (BIAS == 1 || cs.dims[3] % 8 == 0) && d.n_cols % 8 == 0;
     return b;
-  }
-  // [Note: bias vectors] In the accumulator layout the 4 lanes of a quad hold the column pairs of one
-  // 8-column block (16 bytes) of 8 rows, so the 2-byte bias loads of bias_pair cost a warp 8 rows, hence
-  // 8 L1 wavefronts, for 32 bytes, 64 loads per thread: 3.2 us of the 128x128 epilogue of the seed MLP
-  // (0.5 us without a bias; timeline epi_body, benchmarks/notes.md "Session 14"). With aligned rows,
-  // lane q of a quad loads block 4g + q of the group g of 4 blocks as one 16-byte vector (8 loads per
-  // thread at N = 128), and a quad transpose (4 shuffles) hands each lane its word of every block.
-  // Returns in got[t] the 4-byte word (lane % 4) of the block held by quad lane (lane + t) % 4.
-  static __device__ __forceinline__ u32 word_of(const uint4& v, int k) {
-    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
-  }
-  static __device__ __forceinline__ void quad_transpose(const uint4& v, int lane, u32 (&got)[4]) {
-    const int q = lane & 3;
-#pragma unroll
-    for (int t = 0; t < 4; ++t)  // quad lane (q + t) % 4 sends its word (its q - t) = q
-      got[t] = __shfl_sync(0xffffffffu, word_of(v, (q - t) & 3), (lane & ~3) | ((q + t) & 3));
-  }
-  // Bias row h's 8-column blocks 4g .. 4g + 3 for this lane: got[t] = its pair of block 4g + (q + t) % 4.
-  static __device__ __forceinline__ void bias_group(const BiasRows& b, int h, int g, int lane, u32 (&got)[4]) {
-    const int blk = min(4 * g + (lane & 3), (b.last + 2) / 8 - 1);  // blocks past n_cols are never stored
-    quad_transpose(__ldcg(reinterpret_cast<const uint4*>(b.row[h] + 8 * blk)), lane, got);
-  }
-  static __device__ __forceinline__ float2 bf16x2_to_float2(u32 w) {
-    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
   }
   // Columns col, col + 1 of bias row h (col clamped: columns >= n_cols are never stored). 2-byte loads:
   // a sliced bias view need not be 4-byte aligned.
@@ -487,25 +460,14 @@ struct GemmT {
     // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
     // SWIGLU: output columns are the first N / 2 accumulator columns (B's), gated by silu and
     // multiplied by their B2 twins N / 2 further (register index + N / 4).
-    u32 group[2][4];  // [Note: bias vectors]: this lane's words of the current 4 blocks, per bias row
 #pragma unroll
     for (int i = 0; i < (SWIGLU ? N / 16 : N / 8); ++i) {
       unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
       float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
-      if constexpr (BIAS != 0) {
-        if (bias.vec) {
-          if ((i & 3) == 0)
-#pragma unroll
-            for (int h = 0; h < (BIAS == 2 ? 2 : 1); ++h) bias_group(bias, h, i >> 2, l, group[h]);
-          const int t = ((i & 3) - (l & 3)) & 3;  // block i sits in quad lane i % 4 = q + t
-#pragma unroll
-          for (int h = 0; h < (BIAS == 2 ? 2 : 1); ++h)
-            bv[h] = bf16x2_to_float2(t == 0 ? group[h][0] : t == 1 ? group[h][1] : t == 2 ? group[h][2] : group[h][3]);
-          if constexpr (BIAS == 1) bv[1] = bv[0];
-        } else {
-          bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
-          bv[1] = BIAS == 1 ? bv[0] : bias_pair(bias, 1, 8 * i + 2 * (l & 3));
-        }
+      if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+      if constexpr (BIAS == 2) {
+        bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+        bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
