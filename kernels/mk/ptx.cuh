@@ -1,7 +1,7 @@
 // The thin PTX layer: what CCCL's cuda::ptx (CUDA 13.0, CCCL 3.0) lacks for the Hopper VM
 // (hopper-notes §3.2): elect.sync, griddepcontrol, mapa + remote cluster ops, mbarrier.inval,
 // gpu-scope acquire/release counters, nanosleep, wgmma (fence/mma/commit/wait, descriptors; more
-// shapes in mk/wgmma.cuh), named barriers, ex2, setmaxnreg and the bulk L2 prefetch. Everything else comes from cuda::ptx.
+// shapes in mk/wgmma.cuh), named barriers, ex2 and setmaxnreg. Everything else comes from cuda::ptx.
 #pragma once
 #include <cuda/ptx>
 #include <cuda/std/cstdint>
@@ -26,12 +26,6 @@ __device__ __forceinline__ bool elect_one() {
 
 // PDL: wait until the previous grid on the stream has completed and flushed its memory.
 __device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-
-// cp.async.bulk.prefetch.L2 (PTX ISA 8.0, sm_90): start bringing `bytes` (a multiple of 16) at `p` (16-byte
-// aligned) into L2; nothing to wait for, no effect on the values later loads see.
-__device__ __forceinline__ void prefetch_l2_bulk(const void* p, u32 bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
 
 __device__ __forceinline__ void mbarrier_inval(u64* bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_addr(bar)) : "memory");

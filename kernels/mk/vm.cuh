@@ -63,11 +63,6 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_GEMM_EARLY_RELEASE
 #define MK_GEMM_EARLY_RELEASE 0
 #endif
-// [Note: bias prefetch] (kernels/mk/itypes/gemm.cuh): 1 (default) the loader prefetches a bias tile's rows
-// into L2 when the instruction starts; 0: not (the A/B switch).
-#ifndef MK_GEMM_BIAS_PREFETCH
-#define MK_GEMM_BIAS_PREFETCH 1
-#endif
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
 #endif

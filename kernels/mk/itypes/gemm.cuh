@@ -56,7 +56,7 @@
 //   input (docs/instruction.md): the loader does not wait for it (the mainloop of a split-K chain's next
 //   split runs while the split it adds is still computing), the consumers wait for its barrier
 //   themselves (the loader's waits do not order their generic loads), and for no other (the loader's
-//   TMA brought those in). The loader prefetches the bias rows into L2 ([Note: bias prefetch]).
+//   TMA brought those in).
 //   Addresses are clamped into the m_rows x n_cols tile (the rows and columns outside it are never
 //   stored).
 // - SWIGLU (`swiglu`): D = silu(A @ B) * (A @ B2), a tile of at most 128 output columns. Boxes 0, 1 of
@@ -216,7 +216,6 @@ struct GemmT {
       release_unused(c, 0);
       return;
     }
-    if constexpr (BIAS != 0) if (MK_GEMM_BIAS_PREFETCH) prefetch_bias(c, d);
     bool ok = true;
     if (c.lane == 0)
       for (int lid = 0; lid < 6 && ok; ++lid)
@@ -299,24 +298,6 @@ struct GemmT {
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // wgmma reads through the async proxy
       __syncwarp();
       if (c.lane == 0) arrive(c.sem(kFixed));
-    }
-  }
-
-  // [Note: bias prefetch] The epilogue reads its bias from global memory; for a bias nothing read before
-  // (the seed MLP's b[i]) each box of columns waited for HBM (~4 us of a 128x128 tile's epilogue at
-  // (1024, 1024), benchmarks/notes.md "Session 14"). The loader's lanes prefetch the tile's bias rows into
-  // L2 when the instruction starts, a whole mainloop before the epilogue reads them. Before the bias's
-  // producer finished this is harmless: the producer's stores land in L2 as well, and the consumers still
-  // wait for the input barriers before they load.
-  static __device__ __forceinline__ void prefetch_bias(const Ctx& c, const Dims& d) {
-    const SlotDesc& cs = c.slot(c.src_slot(2));
-    const unsigned short* base =
-        reinterpret_cast<const unsigned short*>(cs.ptr) + static_cast<long long>(c.idx()[kBiasOff]);
-    const u32 bytes = static_cast<u32>(2 * d.n_cols);
-    if (bytes % 16 != 0) return;
-    for (int r = c.lane; r < (BIAS == 1 ? 1 : d.m_rows); r += 32) {
-      const unsigned short* p = base + static_cast<long long>(r) * cs.dims[3];
-      if (reinterpret_cast<unsigned long long>(p) % 16 == 0) ptx::prefetch_l2_bulk(p, bytes);
     }
   }
 
