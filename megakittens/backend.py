@@ -230,7 +230,16 @@ def make_backend(options: Options, name: str) -> Any:
         g = None if training else capture_inference(gm, example_inputs)
         captures["aot" if g is None else "inference"] += 1
         if g is None:
-            return aot(gm, example_inputs)
+            try:
+                return aot(gm, example_inputs)
+            except _C.CompileError as e:
+                if not training or "no_grad" in str(e):
+                    raise
+                # A training capture holds what autograd saves for backward (activations as graph
+                # outputs, SDPA's statistics, unfused repeat_kv expands): name the likely cause.
+                raise _C.CompileError(f"{e} [autograd is on and an input requires grad, so this is a training "
+                                      "graph: for inference run under torch.no_grad() or "
+                                      "torch.inference_mode()]") from None
         compiled = compile_graph(g, example_inputs, options, name)  # boxed: takes the argument list
         return lambda *args: compiled(list(args))
 

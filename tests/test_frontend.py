@@ -410,6 +410,44 @@ def test_sdpa_with_grad_error_says_no_grad():
         megakittens.compile(f)(randn(16, 64))
 
 
+def test_training_graph_error_says_no_grad():
+    """A repeat_kv (GQA) before SDPA in a training graph stays rank 5 (autograd saves the expanded K / V):
+    whatever fails in a training capture says it is one and how to get the inference graph."""
+    lin = torch.nn.Linear(256, 256, bias=False).to(torch.bfloat16)
+
+    def f(x):
+        q = lin(x).view(1, 16, 4, 64).transpose(1, 2)
+        kv = q[:, :2]
+        kv = kv[:, :, None].expand(1, 2, 2, 16, 64).reshape(1, 4, 16, 64)
+        return torch.nn.functional.scaled_dot_product_attention(q, kv, kv, is_causal=True)
+
+    with pytest.raises(Exception, match=r"rank-5.*training graph.*torch\.no_grad\(\)"):
+        megakittens.compile(f)(randn(16, 256))
+    with torch.no_grad():
+        x = randn(16, 256)
+        assert rel_err(megakittens.compile(f)(x), f(x)) <= 1e-2
+
+
+@pytest.mark.parametrize("fn,match", [
+    (lambda x: x.masked_fill(x != 1, 0.0), r"aten\.ne\.Scalar.*position_ids"),
+    (lambda x: x.sum(), r"aten\.sum\.default.*last dim"),
+    (lambda x: torch.pow(x, x), r"aten\.pow\.Tensor_Tensor.*scalar exponent"),
+])
+def test_unsupported_op_hints(fn, match):
+    """An unsupported op's error says where it usually comes from (src/trace/resolvers.cpp unsupported_hint)."""
+    with pytest.raises(Exception, match=match):
+        megakittens.compile(fn)(randn(8, 64))
+
+
+def test_slice_assignment_hint():
+    def f(a, y):
+        a = a.clone()
+        a[:, :8] = y
+        return a * 2
+    with pytest.raises(Exception, match=r"aten\.copy\.default.*assignment into part"):
+        megakittens.compile(f)(randn(8, 64), randn(8, 8))
+
+
 def test_errors_name_the_megakittens_backend():
     with pytest.raises(Exception, match="backend='megakittens'"):
         megakittens.compile(torch.relu)(randn(0, 8))

@@ -450,7 +450,8 @@ std::string unsupported_hint(const std::string& target) {
     return "; softmax has no instruction type: a softmax in the model's code, or SDPA's decomposition when "
            "dropout_p > 0, its attn_mask is not the causal mask (Attention has neither: use dropout_p=0 / "
            "model.eval(), is_causal=True), or query / key / value are not 4-D (B, H, S, D): unsqueeze a 3-D "
-           "(H, S, D) to (1, H, S, D); or fallback=\"eager\"";
+           "(H, S, D) to (1, H, S, D), or value's head dim differs from query's, or key / value broadcast "
+           "over the batch (B 1 against the query's B); or fallback=\"eager\"";
   if (target == "aten.lift_fresh_copy.default")
     return "; a tensor created from Python data inside forward (Hugging Face: the KV cache of use_cache=True, "
            "pass use_cache=False; or an index list, x[..., [i]]), or fallback=\"eager\"";
@@ -463,6 +464,23 @@ std::string unsupported_hint(const std::string& target) {
            "not the causal mask), or fallback=\"eager\"";
   if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
     return "; dropout in training mode: call model.eval()";
+  for (const char* cmp : {"aten.eq.", "aten.ne.", "aten.lt.", "aten.le.", "aten.gt.", "aten.ge."})
+    if (target.rfind(cmp, 0) == 0)
+      return "; a comparison (a boolean mask for torch.where / masked_fill; Hugging Face builds one from an "
+             "explicit position_ids to find packed sequences: leave position_ids=None for the default "
+             "positions), or fallback=\"eager\"";
+  if (target == "aten.copy.default" || target.rfind("aten.fill.", 0) == 0 || target == "aten.slice_scatter.default" ||
+      target.rfind("aten.index_put", 0) == 0)
+    return "; an assignment into part of a tensor (a[:, :8] = y, a KV-cache write, a[...] = 0), or "
+           "fallback=\"eager\"";
+  if (target.rfind("aten.sum.", 0) == 0 || target.rfind("aten.mean.", 0) == 0 || target.rfind("aten.amax.", 0) == 0 ||
+      target.rfind("aten.amin.", 0) == 0 || target.rfind("aten.max.", 0) == 0 || target.rfind("aten.min.", 0) == 0)
+    return "; RowReduce sums or averages over the last dim only (x.sum(-1), x.mean(-1)): not over every "
+           "element or another dim, and no max / min; or fallback=\"eager\"";
+  if (target == "aten.mv.default" || target == "aten.dot.default")
+    return "; Gemm takes matrices: x.unsqueeze(0) @ w (rows of 8-element multiples), or fallback=\"eager\"";
+  if (target.rfind("aten.pow.Tensor_Tensor", 0) == 0 || target.rfind("aten.pow.Scalar", 0) == 0)
+    return "; pow takes a tensor base and a Python scalar exponent (x ** 2.0), or fallback=\"eager\"";
   return "";
 }
 
