@@ -27,7 +27,8 @@ run_file() {
   local e=$1 f sel="-m gpu" kx=""
   f=${e%%[:@]*}
   case "$e" in *:all) sel="" ;; *@*) kx=${e#*@} ;; esac
-  timeout ${FILE_TIMEOUT:-300} python3 -m pytest -q -rfE $sel tests/$f.py ${kx:+-k "$kx"} ${PYTEST_ARGS:-} \
+  # Side by side the files share one GPU: test_gpu_kernels alone takes ~270 s, ~350 s next to the others.
+  timeout ${FILE_TIMEOUT:-$([ "${PARALLEL:-0}" = 1 ] && echo 480 || echo 300)} python3 -m pytest -q -rfE $sel tests/$f.py ${kx:+-k "$kx"} ${PYTEST_ARGS:-} \
     > "$OUT/$f.log" 2>&1
   echo "$e rc=$? ($(( $(date +%s) - t0 )) s): $(tail -1 "$OUT/$f.log")"
   grep -E "^(FAILED|ERROR)" "$OUT/$f.log" | head -8
