@@ -211,18 +211,47 @@ def partition(gm: torch.fx.GraphModule, options: Options, name: str, is_backward
     fused = fuse_by_partitions(gm, [p.nodes for p in parts], prefix=SUBMODULE_PREFIX, always_return_tuple=True)
     fused.recompile()
     for i, ops in enumerate(op_names):
-        attr = f"{SUBMODULE_PREFIX}{i}"
-        sub = getattr(fused, attr)
-        program_name = f"{name}_part{i}"
-        try:
-            run = compile_part(sub, fx_export.export_graph(sub, program_name, is_backward, contiguous_inputs=True),
-                               program_name)
-        except _C.CompileError as e:
-            result.failed.append((program_name, ops, str(e)))
-            warnings.warn(f"megakittens: fallback='eager': partition '{program_name}' did not compile as a "
-                          f"megakernel ({e}); its {len(ops)} op(s) run eagerly", RuntimeWarning, stacklevel=2)
-            continue
-        result.megakernels.append((program_name, ops))
-        if run is not None:
-            setattr(fused, attr, _Megakernel(run))
+        _compile_piece(fused, f"{SUBMODULE_PREFIX}{i}", f"{name}_part{i}", ops, is_backward, compile_part, result)
     return fused, result
+
+
+# The scheduler's message for a graph with more tensor slots than an instruction can name
+# (src/schedule/phase2_slots.cpp): such a partition is split in two instead of left eager.
+_TOO_MANY_SLOTS = "tensor slots, at most"
+
+
+def _compile_piece(owner: torch.fx.GraphModule, attr: str, program_name: str, ops: list, is_backward: bool,
+                   compile_part: Callable, result: Partitioning, depth: int = 0) -> None:
+    """Compiles submodule ``owner.<attr>`` and puts its megakernel in its place. A partition that needs
+    more tensor slots than a program has (many small layers) is split in graph order into two halves, each
+    compiled the same way (``<program_name>_a`` / ``_b``); any other CompileError leaves it eager."""
+    sub = getattr(owner, attr)
+    try:
+        run = compile_part(sub, fx_export.export_graph(sub, program_name, is_backward, contiguous_inputs=True),
+                           program_name)
+    except _C.CompileError as e:
+        calls = [n for n in sub.graph.nodes if n.op == "call_function"]
+        if _TOO_MANY_SLOTS in str(e) and len(calls) > 1 and depth < 16:
+            # A prefix of a partition in graph order and the rest are both cycle-free; a getitem stays with
+            # the op it picks from.
+            first = set(calls[:len(calls) // 2])
+            for n in calls[len(calls) // 2:]:
+                if fx_export.target_name(n) == "getitem" and n.args[0] in first:
+                    first.add(n)
+            halves = [[n for n in calls if n in first], [n for n in calls if n not in first]]
+            split = fuse_by_partitions(sub, [dict.fromkeys(h) for h in halves], prefix=SUBMODULE_PREFIX,
+                                       always_return_tuple=True)
+            split.recompile()
+            for j, half in enumerate(halves):
+                names = [n.name for n in half if fx_export.target_name(n) != "getitem"]
+                _compile_piece(split, f"{SUBMODULE_PREFIX}{j}", f"{program_name}_{'ab'[j]}", names, is_backward,
+                               compile_part, result, depth + 1)
+            setattr(owner, attr, split)
+            return
+        result.failed.append((program_name, ops, str(e)))
+        warnings.warn(f"megakittens: fallback='eager': partition '{program_name}' did not compile as a "
+                      f"megakernel ({e}); its {len(ops)} op(s) run eagerly", RuntimeWarning, stacklevel=3)
+        return
+    result.megakernels.append((program_name, ops))
+    if run is not None:
+        setattr(owner, attr, _Megakernel(run))

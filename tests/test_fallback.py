@@ -376,3 +376,26 @@ def test_dry_run_does_not_count_unused_pure_ops(capsys):
     out = capsys.readouterr().out
     assert "1 node(s) cannot be compiled" in out and "cumsum" in out, out
     assert "tanh" not in out and "side effect" not in out, out
+
+
+def test_partition_past_the_slot_limit_is_split_in_two():
+    """A partition needing more tensor slots than a program names (530 weights: 512 at most) is split in graph
+    order into megakernels `_a` and `_b` (megakittens/fallback.py _compile_piece), not left eager."""
+    ws = [randn(64, 64) * 0.125 for _ in range(530)]
+
+    def f(x, *ws):
+        acc = x
+        for w in ws:
+            acc = acc + torch.relu(x @ w)
+        return acc
+
+    x = randn(64, 64)
+    with pytest.raises(Exception, match="tensor slots, at most 512"):
+        megakittens.compile(f)(x, *ws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # nothing falls back to eager
+        out = megakittens.compile(f, fallback="eager")(x, *ws)
+    check_close(out, f(x, *ws))
+    split = mk_backend.partitionings[-1]
+    assert [name.split(".")[-1] for name, _ in split.megakernels] == ["f_part0_a", "f_part0_b"] and not split.failed
+    assert len(split.megakernels[0][1]) > 500 and len(split.megakernels[1][1]) > 500

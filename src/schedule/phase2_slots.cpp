@@ -159,7 +159,8 @@ void phase2_assign_slots(ScheduleState& st) {
   if (prog.slots.size() > static_cast<size_t>(kMaxSlots))
     fail("graph '", dag.name, "' needs ", prog.slots.size(), " tensor slots, at most ", kMaxSlots,
          " fit an instruction's 9-bit slot ids (the first past the limit: node '",
-         dag.nodes[prog.slot_producer[kMaxSlots]].name, "'); compile the model in smaller pieces (groups of layers)");
+         dag.nodes[prog.slot_producer[kMaxSlots]].name,
+         "'); compile the model in smaller pieces (groups of layers), or with fallback=\"eager\", which splits it");
 }
 
 }  // namespace mk
