@@ -126,7 +126,8 @@ class MkRunner:
         return [self.slots[s] for s in self.program.output_slots]
 
     def timeline(self):
-        """One synchronised launch recording the event times: int64 [num_instructions, gpu.TIMELINE_WORDS] on the CPU."""
+        """One synchronised launch recording the event times: int64 [num_instructions, gpu.TIMELINE_WORDS],
+        on the CPU."""
         t = torch.zeros(self.program.num_instructions, gpu.TIMELINE_WORDS, dtype=torch.int64, device="cuda")
         gpu.run_program_gpu(self.program, self.slots, options=self.options, timeline=t)
         torch.cuda.synchronize()

@@ -32,6 +32,7 @@ _KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 # Event words per instruction row of a timeline (kernels/mk/vm.cuh kTimelineWords).
 TIMELINE_WORDS = 20
 
+
 def kernels_dir() -> str:
     """Folder holding kernels/mk/*.cuh ($MEGAKITTENS_KERNELS_DIR overrides)."""
     d = os.environ.get("MEGAKITTENS_KERNELS_DIR") or str(_KERNELS_DIR)
@@ -137,8 +138,9 @@ def run_program_gpu(program: Any, slot_tensors: Sequence[torch.Tensor], stream: 
     """Launch ``program`` once over ``slot_tensors`` (one contiguous CUDA tensor per program slot, outputs
     allocated by the caller) on ``stream`` (an int CUstream; default: torch's current stream).
 
-    ``timeline``: an int64 CUDA tensor ``[num_instructions, TIMELINE_WORDS]``; each role writes its %globaltimer event
-    times (ns) into the instruction's row (kernels/mk/vm.cuh [Note: timeline]; benchmarks/timeline.py).
+    ``timeline``: an int64 CUDA tensor ``[num_instructions, TIMELINE_WORDS]``; each role writes its
+    %globaltimer event times (ns) into the instruction's row (kernels/mk/vm.cuh [Note: timeline];
+    benchmarks/timeline.py).
 
     Raises ``_C.DeadlockError`` with the watchdog's report (at this call with ``sync``, else at the next
     call), ``RuntimeError``/``_C.GpuError`` for CUDA or JIT failures."""

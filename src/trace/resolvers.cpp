@@ -464,22 +464,23 @@ std::string unsupported_hint(const std::string& target) {
            "not the causal mask), or fallback=\"eager\"";
   if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
     return "; dropout in training mode: call model.eval()";
+  const auto starts = [&target](const char* prefix) { return target.rfind(prefix, 0) == 0; };
   for (const char* cmp : {"aten.eq.", "aten.ne.", "aten.lt.", "aten.le.", "aten.gt.", "aten.ge."})
-    if (target.rfind(cmp, 0) == 0)
+    if (starts(cmp))
       return "; a comparison (a boolean mask for torch.where / masked_fill; Hugging Face builds one from an "
              "explicit position_ids to find packed sequences: leave position_ids=None for the default "
              "positions), or fallback=\"eager\"";
-  if (target == "aten.copy.default" || target.rfind("aten.fill.", 0) == 0 || target == "aten.slice_scatter.default" ||
-      target.rfind("aten.index_put", 0) == 0)
+  if (target == "aten.copy.default" || starts("aten.fill.") || target == "aten.slice_scatter.default" ||
+      starts("aten.index_put"))
     return "; an assignment into part of a tensor (a[:, :8] = y, a KV-cache write, a[...] = 0), or "
            "fallback=\"eager\"";
-  if (target.rfind("aten.sum.", 0) == 0 || target.rfind("aten.mean.", 0) == 0 || target.rfind("aten.amax.", 0) == 0 ||
-      target.rfind("aten.amin.", 0) == 0 || target.rfind("aten.max.", 0) == 0 || target.rfind("aten.min.", 0) == 0)
+  if (starts("aten.sum.") || starts("aten.mean.") || starts("aten.amax.") || starts("aten.amin.") ||
+      starts("aten.max.") || starts("aten.min."))
     return "; RowReduce sums or averages over the last dim only (x.sum(-1), x.mean(-1)): not over every "
            "element or another dim, and no max / min; or fallback=\"eager\"";
   if (target == "aten.mv.default" || target == "aten.dot.default")
     return "; Gemm takes matrices: x.unsqueeze(0) @ w (rows of 8-element multiples), or fallback=\"eager\"";
-  if (target.rfind("aten.pow.Tensor_Tensor", 0) == 0 || target.rfind("aten.pow.Scalar", 0) == 0)
+  if (starts("aten.pow.Tensor_Tensor") || starts("aten.pow.Scalar"))
     return "; pow takes a tensor base and a Python scalar exponent (x ** 2.0), or fallback=\"eager\"";
   return "";
 }
