@@ -26,7 +26,8 @@ to those closing the faster half, and the spread of the SMs' finish times.
 Programs of at most 12 nodes also print one line per node: when its first instruction was published, its
 inputs were ready, its first compute began, its last compute ended and its last store completed, in us
 after the launch's first publish (the per-step hand-off latency of a dependent chain).
-Every case also prints the host time of one launch call (common.host_ms).
+Every case also prints the host time of one launch call (common.host_ms) and where the launch's device
+time goes around the instructions (launch_cost; `launch` is device time only, bench(device_only=True)).
 Environment: MODES ("per_sm global"), CLUSTER (1 or 2), MEGAKITTENS_DEFINES / MEGAKITTENS_PROFILE (A/B runs)."""
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ import megakittens.ops  # noqa: E402,F401
 
 BF16 = torch.bfloat16
 (PUBLISH, LOAD_BEGIN, INPUTS, LOAD_END, COMP_BEGIN, COMP_END, STORE_BEGIN, REUSE, HANDBACK, COMPLETE,
- STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END, EPILOGUE_READY) = range(17)
+ STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END, EPILOGUE_READY, CTA_ENTRY, CTA_READY) = range(19)
 PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
           ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
           ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END),
@@ -114,6 +115,21 @@ def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
           f"{pct(g, .9):.2f} | " + " | ".join(parts), flush=True)
     if g.numel() > 10:
         tail(real, g, closing, t0)
+    launch_cost(t, t0, int(real[:, STORE_END].max()), ms)
+
+
+def launch_cost(t: torch.Tensor, t0: int, end: int, ms: float) -> None:
+    """What the launch costs around the instructions (us): the CTAs' kernel entries and the ends of their
+    prologues (barrier inits, CTA barrier, griddepcontrol.wait) relative to the first publish, and the
+    device time outside [first entry, last store end] (the grid's launch and retirement, event overhead)."""
+    entry, ready = t[t[:, CTA_ENTRY] > 0][:, CTA_ENTRY], t[t[:, CTA_READY] > 0][:, CTA_READY]
+    if entry.numel() == 0:
+        return
+    e, r = (entry - t0).double() / 1e3, (ready - t0).double() / 1e3
+    q = lambda v: f"{float(v.min()):.1f}/{float(v.median()):.1f}/{float(v.max()):.1f}"  # noqa: E731
+    inside = (end - int(entry.min())) / 1e3
+    print(f"    launch: CTA entry {q(e)} us, prologue done {q(r)} us (min/median/max, vs first publish); "
+          f"first entry to last store {inside:.1f} us; device time outside it {ms * 1e3 - inside:.1f} us", flush=True)
 
 
 def sm_intervals(real: torch.Tensor):
@@ -156,7 +172,7 @@ def main(argv):
         p = program_for(fn, args, cluster_size=cluster, name=f"timeline_{name}_c{cluster}")
         for mode in os.environ.get("MODES", "per_sm global").split():
             runner = MkRunner(p, args, {"global_work_queue": mode == "global"})
-            ms = bench(runner, iters=20)
+            ms = bench(runner, iters=20, device_only=True)
             t = runner.timeline()
             analyse(name, t, mode, ms)
             print(f"    host {host_ms(runner) * 1e3:.1f} us per launch call", flush=True)

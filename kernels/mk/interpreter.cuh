@@ -173,6 +173,10 @@ __device__ void controller(Ctx& c) {
     if (c.lane == 0) st.num_sems = nsem;
     __syncwarp();
     mark(c, kEvSm, ptx::smid());
+    if (iter == 0) {
+      mark(c, kEvCtaEntry, sh.t_entry);
+      mark(c, kEvCtaReady, sh.t_ready);
+    }
     mark(c, kEvPublish);
     if (c.lane == 0) {
       arrive(&sh.inst_arrived[s]);
@@ -215,8 +219,10 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
   // accesses become st/ld.shared, which it may reorder with global loads (an epilogue's bias loads).
   unsigned char* pages = dynamic_smem + ((0u - ptx::smem_addr(dynamic_smem)) & 1023u);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool timed = g.c.timeline != 0;
 
   if (threadIdx.x == 0) {
+    if (timed) sh.t_entry = ptx::globaltimer();
     for (int s = 0; s < 2; ++s) {
       cuda::ptx::mbarrier_init(&sh.inst_arrived[s], kClusterSize);
       cuda::ptx::mbarrier_init(&sh.inst_finished[s], kWorkerWarps);
@@ -237,6 +243,7 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
     __syncthreads();
   }
   ptx::griddep_wait();  // PDL: the previous grid's writes (barriers, outputs) are complete
+  if (timed && warp == kControllerWarp && lane == 0) sh.t_ready = ptx::globaltimer();
 
   Ctx c{&g, &sh, &sh.stages[0], pages, 0, warp, lane, false, false};
   // One if/else over the roles, setmaxnreg first in each branch (warpgroup-uniform: warps 0-7 and 8-11).

@@ -179,6 +179,7 @@ struct Shared {
   u32 claim[2];
   i32 claim_pid[2][8];     // [Note: cluster page renaming]
   u32 map_fenced[2][kMapFenceWords];  // MK_MAPS_IN_GLOBAL: maps the loader (0) / storer (1) lane fenced
+  u64 t_entry, t_ready;    // [Note: timeline] kEvCtaEntry / kEvCtaReady (written only with a timeline)
 };
 // 227 KB of shared memory per block on sm_90 (CUDA C++ Programming Guide, compute capability 9.0 table).
 static_assert(sizeof(Shared) + kDynamicSmem <= 232448, "static + dynamic shared memory exceeds 227 KB");
@@ -251,6 +252,9 @@ enum TimelineEvent {
   // Gemm only: the loader issued k-tile 0; consumer 0 saw k-tile 0 land; its mainloop's last wgmma done.
   kEvFirstIssue, kEvFirstFull, kEvMainloopEnd,
   kEvEpilogueReady,  // Gemm: consumer 0 has its epilogue page and its late inputs (bias)
+  // The CTA's first instruction only: its entry into the kernel and the end of its prologue (barrier
+  // inits, the CTA/cluster barrier and PDL's griddepcontrol.wait): what the launch costs before work.
+  kEvCtaEntry, kEvCtaReady,
   kTimelineWords = 20
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
@@ -258,7 +262,7 @@ __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
   // Static-queue padding rows (index >= N, Noops filling the last wave) have no timeline row.
   if (t == 0 || c.lane != 0 || c.index < 0 || c.index >= c.g->c.num_instructions) return;
   reinterpret_cast<u64*>(t)[static_cast<long long>(c.index) * kTimelineWords + ev] =
-      ev == kEvSm || ev == kEvFlags ? value : ptx::globaltimer();
+      ev == kEvSm || ev == kEvFlags || ev == kEvCtaEntry || ev == kEvCtaReady ? value : ptx::globaltimer();
 }
 
 // ---- watchdog ----
