@@ -109,21 +109,6 @@ def test_rms_norm_pages_from_the_profile_env(monkeypatch, pages):
     assert rows == 4 * min(pages, 2), rows
 
 
-def test_rms_norm_tapered_tail(monkeypatch):
-    """MEGAKITTENS_PROFILE=rms_norm_taper=1 cuts the last wave of RMSNorm row tiles in half tiles
-    (src/itypes/rms_norm.cpp [Note: rms tapered tail]): C = 16384 (1 row a page, 3-row tiles), 900 rows on
-    132 SMs: 504 rows in 3-row tiles, the last 396 in 2-row ones; every row once, and the result unchanged."""
-    monkeypatch.setenv("MEGAKITTENS_PROFILE", "rms_norm_taper=1")
-    torch._dynamo.reset()
-    args = randn(900, 16384), randn(16384)
-    check_close(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
-    program = mk_backend.dispatchers[-1].program
-    tiles = [program.instruction(i)["indices"] for i in range(program.num_instructions)]
-    tiles = sorted((t[6], t[12]) for t in tiles if t[12] > 0)  # (first output row, rows)
-    assert [r for _, r in tiles] == [3] * 168 + [2] * 198, [r for _, r in tiles][160:175]
-    assert [r0 for r0, _ in tiles] == [sum(r for _, r in tiles[:k]) for k in range(len(tiles))]
-
-
 def test_torch_rms_norm_without_weight():
     f = lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-5)  # noqa: E731
     x = randn(2, 16, 256)

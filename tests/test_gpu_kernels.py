@@ -168,14 +168,13 @@ def inputs_for(shapes, device="cpu", seed=0):
 
 
 def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None,
-                split_chain_steps=None, fuse=True, rms_pages=None, rms_taper=None):
+                split_chain_steps=None, fuse=True, rms_pages=None):
     """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs.
     gemm_n (128 or 256) fixes the Gemm tile width and turns split-K off; None lets the profile choose
     per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's.
     split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's.
     fuse: _C.trace's (False: no fusion passes, each aten op its own node).
-    rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction, 1-3), None: the profile's.
-    rms_taper: Profile.rms_norm_taper (0/1: the last wave of RMSNorm row tiles in half tiles)."""
+    rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction, 1-3), None: the profile's."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
     profile = _C.Profile.by_name("h200", num_sms)
@@ -187,8 +186,6 @@ def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=Non
         profile.gemm_split_chain_steps = split_chain_steps
     if rms_pages is not None:
         profile.rms_norm_pages = rms_pages
-    if rms_taper is not None:
-        profile.rms_norm_taper = rms_taper
     return _C.schedule(dag, profile, cluster_size=cluster_size)
 
 
@@ -291,28 +288,6 @@ def test_rms_norm_row_pages(shape, weighted, pages, global_queue):
         args = inputs_for(shapes, "cuda", seed=seed)
         (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
         ref = fn(*args)
-        assert not torch.isnan(out).any()
-        assert rel_err(out.float(), ref.float()) <= 1e-2
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("global_queue", [False, True])
-@pytest.mark.parametrize("shape", [(2000, 8192), (2500, 4100)])
-def test_rms_norm_tapered_tail(shape, global_queue):
-    """Profile.rms_norm_taper: 6-row tiles (C 8192, bulk rows; C 4100: 3 rows a page, generic rows, 9-row
-    tiles), then the last wave in half tiles (rms_norm.cpp [Note: rms tapered tail])."""
-    if not _gpu_ok():
-        pytest.skip("needs a Hopper GPU and the GPU runtime")
-    from megakittens import gpu
-    shapes = [shape, shape[-1:]]
-    program = program_for(g_rms, shapes, num_sms=gpu.num_ctas(1), name="rms_taper", rms_taper=1)
-    rows = [program.instruction(i)["indices"][12] for i in range(program.num_instructions)]
-    full = max(rows)
-    assert (full + 1) // 2 in rows and sum(rows) == shape[0], (full, sum(rows))
-    for seed in (1, 2):
-        args = inputs_for(shapes, "cuda", seed=seed)
-        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
-        ref = g_rms(*args)
         assert not torch.isnan(out).any()
         assert rel_err(out.float(), ref.float()) <= 1e-2
 

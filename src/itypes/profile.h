@@ -29,8 +29,6 @@ struct Profile {
   int gemm_split_chain_steps = 8;
   // RMSNorm: up to rms_norm_pages pages of rows per instruction (fewer when that leaves SMs idle).
   int rms_norm_pages = 1;
-  // RMSNorm: 1 = the last wave of row tiles in half tiles (src/itypes/rms_norm.cpp [Note: rms tapered tail]).
-  int rms_norm_taper = 0;
   // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.
   int attn_cta_q = 128;
   bool attn_pair_tiles = false;

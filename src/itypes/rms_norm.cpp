@@ -24,33 +24,6 @@ int64_t RMSNorm::rows_per_instruction(int64_t cols, int64_t total_rows, const Pr
   return per_page * pages;
 }
 
-RMSNorm::Tiling RMSNorm::tiling(const Coord4& s, const Profile& p) {
-  Tiling t;
-  t.n = rows_per_instruction(s[3], s[0] * s[1] * s[2], p);
-  t.head = s[2];
-  // [Note: rms tapered tail] The SMs take the last wave's instructions at times spread over one
-  // instruction's duration, so they finish that far apart. With rms_norm_taper the last wave's worth of
-  // rows (at least num_sms full tiles) is cut into half tiles, which halves that spread. One (b, d) group
-  // only, and only when the full tiles before it fill at least one wave of SMs.
-  const int64_t wave = t.n * std::max(1, p.num_sms);
-  if (p.rms_norm_taper && t.n > 1 && s[0] * s[1] == 1 && s[2] >= 2 * wave) {
-    t.head = (s[2] - wave) / t.n * t.n;
-    t.tail_n = ceil_div(t.n, 2);
-  }
-  return t;
-}
-
-int64_t RMSNorm::Tiling::count(int64_t groups, int64_t R) const {
-  return groups * (ceil_div(head, n) + (R > head ? ceil_div(R - head, tail_n) : 0));
-}
-
-RowTile RMSNorm::Tiling::tile(const Coord4& s, int64_t i) const {
-  if (head == s[2]) return row_tile(s, n, i);
-  const int64_t h = head / n;  // full tiles (head is a multiple of n when tapered)
-  const int64_t r0 = i < h ? i * n : head + (i - h) * tail_n;
-  return {{0, 0, r0, 0}, std::min(i < h ? n : tail_n, s[2] - r0)};
-}
-
 void RMSNorm::validate(const NodeInfo& n) const {
   require_inputs(n, has_weight_ ? 2 : 1);
   if (n.outputs.size() != 1)
@@ -80,13 +53,13 @@ void RMSNorm::validate(const NodeInfo& n) const {
 
 int64_t RMSNorm::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.outputs[0].padded();
-  return tiling(s, n.profile).count(s[0] * s[1], s[2]);
+  return num_row_tiles(s, rows_per_instruction(s[3], s[0] * s[1] * s[2], n.profile));
 }
 
 InstrDesc RMSNorm::instruction(const NodeInfo& n, int64_t i) const {
   const Coord4 s = n.outputs[0].padded();
   const int64_t C = s[3];
-  const RowTile t = tiling(s, n.profile).tile(s, i);
+  const RowTile t = row_tile(s, rows_per_instruction(C, s[0] * s[1] * s[2], n.profile), i);
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, C};

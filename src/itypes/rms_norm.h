@@ -15,14 +15,6 @@ class RMSNorm final : public IType {
   // Rows per instruction for `total_rows` rows of `cols` (all batches): pages of rows, each row padded
   // to 128 bytes; as many pages (up to profile.rms_norm_pages) as keep every SM busy.
   static int64_t rows_per_instruction(int64_t cols, int64_t total_rows, const Profile&);
-  // The row tiles of a padded shape (b, d, R, C): n-row tiles in row-major order, as row_tile does, or
-  // under profile.rms_norm_taper n-row tiles for rows [0, head) and tail_n-row tiles after them.
-  struct Tiling {
-    int64_t n = 1, head = 0, tail_n = 1;
-    int64_t count(int64_t groups, int64_t R) const;
-    RowTile tile(const Coord4& s, int64_t i) const;
-  };
-  static Tiling tiling(const Coord4& s, const Profile&);
   void validate(const NodeInfo&) const override;
   bool reads_view(int, const TensorRange& v, const Coord4&) const override { return tile_view(v); }
   int64_t num_instructions(const NodeInfo&) const override;
