@@ -238,6 +238,18 @@ struct Ctx {
     return i < MK_NUM_SLOTS ? &g->maps[i] : &g->xmaps[i - MK_NUM_SLOTS];
 #endif
   }
+  // Extra map k of `slot` for TMA copies issued by the calling lane, whichever it is: under
+  // MK_MAPS_IN_GLOBAL the lane fences the map itself (tensor_map's once-per-kernel bookkeeping is lane 0's).
+  __device__ const TensorMap* xmap_lane(int slot, int k = 0) const {
+    const int i = MK_NUM_SLOTS + g->slots[slot].xmap + k;
+#if MK_MAPS_IN_GLOBAL
+    const TensorMap* m = reinterpret_cast<const TensorMap*>(g->c.maps) + i;
+    cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys, m, cuda::ptx::n32_t<128>{});
+    return m;
+#else
+    return &g->xmaps[i - MK_NUM_SLOTS];
+#endif
+  }
   __device__ const SlotDesc& slot(int s) const { return g->slots[s]; }
 };
 

@@ -124,27 +124,33 @@ struct Attention {
 
   // ---- loader ----
 
-  // TMA of one 64x64 box: rows [s, s + 64) of head `head`, d columns [d, d + 64) of operand `slot`.
+  // TMA of one 64x64 box: rows [s, s + 64) of head `head`, d columns [d, d + 64) of the operand of slot
+  // descriptor `sd` through `map` (the calling lane's: Ctx::xmap_lane).
   template <bool BSHD>
-  static __device__ __forceinline__ void load_box(const Ctx& c, int slot, unsigned char* dst, int d, int s, int head,
-                                                  int b, u64* bar) {
-    const SlotDesc& sd = c.slot(slot);
+  static __device__ __forceinline__ void load_box(const SlotDesc& sd, const TensorMap* map, unsigned char* dst, int d,
+                                                  int s, int head, int b, u64* bar) {
     const int S = BSHD ? sd.dims[1] : sd.dims[2];
     if (s >= S) s = max(S - kBox, 0);  // wholly past the end: the last rows instead (see the top)
-    const TensorMap* map = c.xmap(slot, BSHD ? 1 : 0);
     const i32 coords[4] = {d, BSHD ? head : s, BSHD ? s : head, b};
     cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
   }
 
-  // `rows` x D rows from row r0 into boxes (i, j) at j * rows * 128 + i * 8 KB, completing on `bar`.
-  template <int D, bool BSHD>
-  static __device__ __forceinline__ void load_tile(const Ctx& c, int slot, unsigned char* dst, int rows, int r0,
-                                                   int head, int b, u64* bar) {
+  // Lane 0: `bar` expects a tile of `rows` x D.
+  template <int D>
+  static __device__ __forceinline__ void expect_tile(u64* bar, int rows) {
     (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                bar, static_cast<u32>(rows * D * 2));
-    for (int j = 0; j < D / kBox; ++j)
-      for (int i = 0; i < rows / kBox; ++i)
-        load_box<BSHD>(c, slot, dst + j * rows * 128 + i * kBoxBytes, kBox * j, r0 + kBox * i, head, b, bar);
+  }
+  // Warp: `rows` x D rows from row r0 into boxes (i, j) at j * rows * 128 + i * 8 KB, completing on `bar`
+  // (armed by expect_tile): box k = j * (rows / 64) + i from lane first + k, all in one warp instruction
+  // (gemm.cuh [Note: gemm copies per lane]: one lane issuing them in turn costs ~0.15 us a box).
+  template <int D, bool BSHD>
+  static __device__ __forceinline__ void load_tile(const Ctx& c, int first, const SlotDesc& sd, const TensorMap* map,
+                                                   unsigned char* dst, int rows, int r0, int head, int b, u64* bar) {
+    const int k = c.lane - first, ni = rows / kBox;
+    if (k < 0 || k >= D / kBox * ni) return;
+    const int j = k / ni, i = k % ni;
+    load_box<BSHD>(sd, map, dst + j * rows * 128 + i * kBoxBytes, kBox * j, r0 + kBox * i, head, b, bar);
   }
 
   template <int D>
@@ -164,24 +170,40 @@ struct Attention {
       }
     if (!warp_ok(c, ok)) return;
     if (!wait_inputs(c)) return;
+    constexpr bool kQ = (P::bshd & 1) != 0, kK = (P::bshd & 2) != 0, kV = (P::bshd & 4) != 0;
+    // Lanes [0, kv) copy a K block's boxes, [kv, 2 kv) its V block's, [0, q) the Q tile's.
+    constexpr int q = D / kBox * (kBM / kBox), kv = D / kBox * (G::BN / kBox);
+    const int b = idx[kB], h = idx[kH], hk = idx[kHk];
+    const int qs = c.src_slot(0), ks = c.src_slot(1), vs = c.src_slot(2);
+    const SlotDesc& qd = c.slot(qs);
+    const SlotDesc& kd = c.slot(ks);
+    const SlotDesc& vd = c.slot(vs);
+    const TensorMap* qmap = c.lane < q ? c.xmap_lane(qs, kQ ? 1 : 0) : nullptr;
+    const TensorMap* kmap = c.lane < kv ? c.xmap_lane(ks, kK ? 1 : 0) : nullptr;
+    const TensorMap* vmap = c.lane >= kv && c.lane < 2 * kv ? c.xmap_lane(vs, kV ? 1 : 0) : nullptr;
     if (c.lane == 0) {
-      const int b = idx[kB], h = idx[kH], hk = idx[kHk];
-      const int qs = c.src_slot(0), ks = c.src_slot(1), vs = c.src_slot(2);
       ok = page_wait_lane(c, 0);
-      if (ok) load_tile<D, (P::bshd & 1) != 0>(c, qs, c.page(0), kBM, idx[kS0], h, b, c.sem(kQFull));
-      for (int kb = 0; kb < nb && ok; ++kb) {
-        const int s = kb % G::kStages;
+      if (ok) expect_tile<D>(c.sem(kQFull), kBM);
+    }
+    if (!warp_ok(c, ok)) return;
+    load_tile<D, kQ>(c, 0, qd, qmap, c.page(0), kBM, idx[kS0], h, b, c.sem(kQFull));
+    for (int kb = 0; kb < nb; ++kb) {
+      const int s = kb % G::kStages;
+      if (c.lane == 0) {
         if (kb < G::kStages) {
           ok = page_wait_lane(c, G::k_lid(s));
           if (ok && G::kPagesPerStage == 2) ok = page_wait_lane(c, G::v_lid(s));
         } else {
           ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kb / G::kStages - 1) & 1), 3, 200 + s);
         }
-        if (!ok) break;
-        load_tile<D, (P::bshd & 2) != 0>(c, ks, c.page(G::k_lid(s)), G::BN, kb * G::BN, hk, b, c.sem(kFullK + s));
-        load_tile<D, (P::bshd & 4) != 0>(c, vs, c.page(G::v_lid(s)) + G::kVOffset, G::BN, kb * G::BN, hk, b,
-                                         c.sem(kFullV + s));
+        if (ok) {
+          expect_tile<D>(c.sem(kFullK + s), G::BN);
+          expect_tile<D>(c.sem(kFullV + s), G::BN);
+        }
       }
+      if (!warp_ok(c, ok)) return;
+      load_tile<D, kK>(c, 0, kd, kmap, c.page(G::k_lid(s)), G::BN, kb * G::BN, hk, b, c.sem(kFullK + s));
+      load_tile<D, kV>(c, kv, vd, vmap, c.page(G::v_lid(s)) + G::kVOffset, G::BN, kb * G::BN, hk, b, c.sem(kFullV + s));
     }
     if (!warp_ok(c, ok)) return;
     // Drain: as each stage's last block is consumed, free its pages.

@@ -231,14 +231,22 @@ struct GemmT {
     const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
     const int na = d.m_rows > kBox ? 2 : 1;
     const int nb = (d.n_cols + kBox - 1) / kBox;  // boxes of B (and as many of B2 for SWIGLU)
-    if (c.lane == 0) {
-      const TensorMap* amap = c.xmap(c.src_slot(0));
-      const TensorMap* bmap = c.xmap(c.src_slot(1));
-      const TensorMap* b2map = SWIGLU ? c.xmap(c.src_slot(2)) : nullptr;
-      const i32* a = idx + kA;
-      const i32* b = idx + kB;
-      for (int kt = 0; kt < d.nk && ok; ++kt) {
-        const int s = kt & 3;
+    // [Note: gemm copies per lane] Lane 0 waits for the stage and arms full[s]; then each copy of the
+    // k-tile is issued by its own lane, all in one warp instruction: lane l < na copies A box l, the next
+    // nb lanes B's boxes, the next nb B2's. One lane issuing a k-tile's 4-6 boxes one after the other
+    // took ~0.15 us a box (benchmarks/probes/tma_ingest.cu, H200: a 32 KB stage of four 8 KB boxes
+    // 638 ns from lane 0, 473 ns one per lane), the whole k-step of a 128 x 128 tile.
+    const int l = c.lane;
+    const bool is_a = l < na, is_b = !is_a && l < na + nb, is_b2 = SWIGLU && !is_a && !is_b && l < na + 2 * nb;
+    const int j = is_b ? l - na : l - na - nb;  // B / B2 box
+    const bool copies = is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank));
+    const TensorMap* map = !copies ? nullptr : c.xmap_lane(c.src_slot(is_a ? 0 : is_b2 ? 2 : 1));
+    const i32* a = idx + kA;
+    const i32* b = idx + kB;
+    const u32 stage_bytes = static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes);
+    for (int kt = 0; kt < d.nk; ++kt) {
+      const int s = kt & 3;
+      if (l == 0) {
         if (kt < kStages) {
           if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s));
           if (ok) ok = page_wait_lane(c, b_lid(s));
@@ -249,41 +257,39 @@ struct GemmT {
         } else {
           ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
         }
-        if (!ok) break;
-        (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                   cuda::ptx::space_shared, c.sem(kFull + s),
-                                                   static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes));
-        unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
-        unsigned char* pb = c.page(b_lid(s));
-        // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed.
-        for (int h = 0; h < na; ++h) {
-          const i32 coords[4] = {TA ? a[3] + h * kBox : a[3] + kt * kBK, TA ? a[2] + kt * kBK : a[2] + h * kBox,
-                                 a[1], a[0]};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pa + h * kBoxBytes, amap,
-                                          coords, c.sem(kFull + s));
-        }
-        for (int j = 0; j < nb; ++j) {
-          const i32 coords[4] = {TB ? b[3] + kt * kBK : b[3] + j * kBox, TB ? b[2] + j * kBox : b[2] + kt * kBK,
-                                 b[1], b[0]};
-          if (!mc) {
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes,
-                                            bmap, coords, c.sem(kFull + s));
-            if constexpr (SWIGLU)
-              cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                              pb + (2 + j) * kBoxBytes, b2map, coords, c.sem(kFull + s));
-          } else if (static_cast<u32>(j & 1) == rank) {  // into both CTAs, same offsets, both full[s]
-            constexpr unsigned short kBoth = 0x3;
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, pb + j * kBoxBytes,
-                                            bmap, coords, c.sem(kFull + s), kBoth);
-            if constexpr (SWIGLU)
-              cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
-                                              pb + (2 + j) * kBoxBytes, b2map, coords, c.sem(kFull + s), kBoth);
-          }
-        }
-        if (kt == 0) mark(c, kEvFirstIssue);
+        if (ok)
+          (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                                     cuda::ptx::space_shared, c.sem(kFull + s), stage_bytes);
       }
+      if (!warp_ok(c, ok)) return;
+      if (copies) {
+        // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed.
+        unsigned char* dst;
+        i32 coords[4];
+        if (is_a) {
+          dst = c.page(a_lid(s)) + a_offset(s) + l * kBoxBytes;
+          coords[0] = TA ? a[3] + l * kBox : a[3] + kt * kBK;
+          coords[1] = TA ? a[2] + kt * kBK : a[2] + l * kBox;
+          coords[2] = a[1];
+          coords[3] = a[0];
+        } else {
+          dst = c.page(b_lid(s)) + (is_b2 ? 2 + j : j) * kBoxBytes;
+          coords[0] = TB ? b[3] + kt * kBK : b[3] + j * kBox;
+          coords[1] = TB ? b[2] + j * kBox : b[2] + kt * kBK;
+          coords[2] = b[1];
+          coords[3] = b[0];
+        }
+        if (!mc || is_a) {
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords,
+                                          c.sem(kFull + s));
+        } else {  // into both CTAs, same offsets, both full[s]
+          constexpr unsigned short kBoth = 0x3;
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords,
+                                          c.sem(kFull + s), kBoth);
+        }
+      }
+      if (kt == 0) mark(c, kEvFirstIssue);
     }
-    if (!warp_ok(c, ok)) return;
     if (c.lane == 0) arrive(c.sem(kIssued));
 
     if (needs_fix(c, d)) {  // zero K [kr, 64) of the last k-tile's A and B tiles
@@ -478,24 +484,24 @@ struct GemmT {
       if (!warp_ok(c, c.lane != 0 || drain(c, d))) return;
       if (!wait_reuse(c)) return;
       const int ds = c.dst_slot(0);
-      const TensorMap* dmap = c.xmap(ds);
       const i32* o = idx + kD;
       const int nb = (d.n_cols + kBox - 1) / kBox;
+      // Box j of each row half from lane j ([Note: gemm copies per lane]); each lane commits its own.
+      const TensorMap* dmap = c.lane < nb ? c.xmap_lane(ds) : nullptr;
       for (int wg = 0; wg < 2 && wg * kBox < d.m_rows; ++wg) {
         if (!wait(c, c.sem(kStaged + wg), 0)) return;
-        if (c.lane == 0) {
+        if (c.lane < nb) {
           unsigned char* src = wg == 0 ? c.page(kEpiLid) : c.page(b_lid(d.last));
-          for (int j = 0; j < nb; ++j) {
-            const i32 coords[4] = {o[3] + j * kBox, o[2] + wg * kBox, o[1], o[0]};
-            cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, dmap, coords,
-                                            src + j * kBoxBytes);
-          }
+          const i32 coords[4] = {o[3] + c.lane * kBox, o[2] + wg * kBox, o[1], o[0]};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, dmap, coords,
+                                          src + c.lane * kBoxBytes);
           cuda::ptx::cp_async_bulk_commit_group();
         }
       }
+      cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // this lane's stores read the pages
+      __syncwarp();
       bool ok = true;
       if (c.lane == 0) {
-        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
         // Both epilogue pages were waited by their writers (or the loader); wait again so that a page
         // no warpgroup wrote (m_rows <= 64, K = 0) is still released exactly once after its wait.
         ok = page_wait_lane(c, kEpiLid) && page_wait_lane(c, b_lid(d.last));
