@@ -102,8 +102,8 @@ int main() {
   CK(cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem - 1024));
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  std::printf("box rows, stage KB x stages, issue | grid | GB/s per SM (median CTA), aggregate TB/s | ns (median CTA) and SM clocks "
-              "per stage (CTA 0)\n");
+  std::printf("box rows, stage KB x stages, issue | grid | GB/s per SM (median CTA), aggregate TB/s | "
+              "ns (median CTA) and SM clocks (CTA 0) per stage\n");
   const int iters = 4000;
   for (int grid : {1, 64, sms})
     for (int stage_kb : {32, 48, 64})
