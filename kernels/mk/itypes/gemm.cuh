@@ -4,9 +4,10 @@
 // when 256-wide tiles would leave SMs idle, or a ragged last tile) runs m64n128k16 instead.
 //
 // Roles.
-// - Loader (warp 9, one lane): TMA k-tiles into a 4-stage ring; stage s = A 128x64 (16 KB, two 64x64
-//   boxes) + B 64x256 (32 KB, four 64x64 boxes), full[s] (TMA bytes) / empty[s] (8 consumer warps).
-//   Once every k-tile is issued it moves on to the next instruction's loads.
+// - Loader (warp 9): TMA k-tiles into a 4-stage ring; stage s = A 128x64 (16 KB, two 64x64 boxes) +
+//   B 64x256 (32 KB, four 64x64 boxes), full[s] (TMA bytes) / empty[s] (8 consumer warps). Lane 0 waits
+//   for a stage and arms full[s], a lane per box issues its copy ([Note: gemm copies per lane]). Once
+//   every k-tile is issued it moves on to the next instruction's loads.
 // - Consumers (warps 0-7): warpgroup wg owns rows 64wg..64wg+63 x 256 columns = 128 fp32 registers
 //   per thread; per k-tile four m64n256k16 wgmma (A and B from shared memory, 128-byte swizzle), one
 //   k-tile in flight (wait_group 1) before the previous stage is handed back. Epilogue: bf16 into a
