@@ -145,6 +145,20 @@ def test_gemm_source_compiles_without_spills(case, cluster):
     assert "serialized" not in log, log
 
 
+@pytest.mark.parametrize("case", ["mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix"])
+def test_gemm_early_bias_compiles_without_spills(case, monkeypatch):
+    """MEGAKITTENS_DEFINES=MK_GEMM_BIAS_EARLY=1 (gemm.cuh [Note: gemm early bias], an experiment)."""
+    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_BIAS_EARLY=1")
+    fn, shapes = GEMM_CASES[case]
+    src, cubin, log = _compile(program_for(fn, shapes))
+    assert len(cubin) > 0 and "#define MK_GEMM_BIAS_EARLY 1" in src
+    if "megakittens_kernel" not in log:
+        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    assert spills and max(spills) == 0, log
+    assert "serialized" not in log, log
+
+
 @pytest.mark.parametrize("case", sorted(GEMM_FLAG_TYPES))
 def test_flagged_gemm_maps_to_its_template(case):
     """ta / tb / bias_row / bias_full become the template parameters of mk::GemmT (no fallback)."""

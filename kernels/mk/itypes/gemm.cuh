@@ -97,6 +97,10 @@
 #include "mk/tile.cuh"
 #include "mk/unary.cuh"
 
+#ifndef MK_GEMM_BIAS_EARLY  // 1: [Note: gemm early bias] (an experiment, off by default)
+#define MK_GEMM_BIAS_EARLY 0
+#endif
+
 namespace mk {
 
 // TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full;
@@ -353,6 +357,27 @@ struct GemmT {
     return make_float2(bf16_at(p), bf16_at(p + 1));
   }
 
+  // [Note: gemm early bias] With MK_GEMM_BIAS_EARLY=1, a tile of <= 128 columns whose bias has no late
+  // barrier (a graph input, or a producer the loader's early barriers cover: their acquire reaches the
+  // consumers through full[0]) reads its bias right after k-tile 0 landed, into registers held across the
+  // mainloop (bf16 pairs packed in 32 bits: 32 registers for bias_full), instead of in the epilogue, where
+  // its two batches of L2 round trips took ~2.7 us (benchmarks/notes.md Session 14).
+  static constexpr bool kBiasEarlyOk = MK_GEMM_BIAS_EARLY && BIAS != 0 && !SWIGLU;
+  template <int N>
+  static __device__ __forceinline__ void bias_early_load(const Ctx& c, const Dims& d, int wg, u32 (&be)[N / 8][2]) {
+    const BiasRows b = bias_rows(c, d, wg);
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+      for (int h = 0; h < (BIAS == 2 ? 2 : 1); ++h) {
+        const unsigned short* p = b.row[h] + min(8 * i + 2 * (c.lane & 3), b.last);
+        be[i][h] = static_cast<u32>(__ldcg(p)) | static_cast<u32>(__ldcg(p + 1)) << 16;
+      }
+  }
+  static __device__ __forceinline__ float2 bias_unpack(u32 w) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  }
+
   // One k16 step of the warpgroup's 64 x N product (N = 256: the whole tile; 128: a narrow tile).
   template <int N>
   static __device__ __forceinline__ void mma(float (&acc)[N / 2], u64 da, u64 db) {
@@ -380,6 +405,9 @@ struct GemmT {
     float acc[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+    constexpr bool kBiasEarly = kBiasEarlyOk && N <= 128;  // [Note: gemm early bias]
+    const bool early = kBiasEarly && active && d.nk > 0 && c.num_src_late() == 0;
+    u32 be[kBiasEarly ? N / 8 : 1][2];
 
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
@@ -388,6 +416,8 @@ struct GemmT {
       const int sem = last_fixed ? kFixed : kFull + s;
       if (!mma_wait(c, c.sem(sem), parity, sem)) return;
       if (kt == 0 && c.warp == 0) mark(c, kEvFirstFull);
+      if constexpr (kBiasEarly)
+        if (kt == 0 && early) bias_early_load<N>(c, d, wg, be);
       {  // both warpgroups issue even when warpgroup 1 has no rows (m_rows <= 64): it then multiplies
          // stale shared memory into rows nobody stores, since a branch here serializes the wgmma (C7518)
         const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);
@@ -452,10 +482,17 @@ struct GemmT {
     for (int i = 0; i < (SWIGLU ? N / 16 : N / 8); ++i) {
       unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
       float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
-      if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
-      if constexpr (BIAS == 2) {
-        bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
-        bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
+      if constexpr (kBiasEarly)
+        if (early) {
+          bv[0] = bias_unpack(be[i][0]);
+          bv[1] = BIAS == 2 ? bias_unpack(be[i][1]) : bv[0];
+        }
+      if (!early) {
+        if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+        if constexpr (BIAS == 2) {
+          bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+          bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
+        }
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
