@@ -145,13 +145,17 @@ def test_gemm_source_compiles_without_spills(case, cluster):
     assert "serialized" not in log, log
 
 
-@pytest.mark.parametrize("case", ["mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix"])
-def test_gemm_early_bias_compiles_without_spills(case, monkeypatch):
-    """MEGAKITTENS_DEFINES=MK_GEMM_BIAS_EARLY=1 (gemm.cuh [Note: gemm early bias], an experiment)."""
-    monkeypatch.setenv("MEGAKITTENS_DEFINES", "MK_GEMM_BIAS_EARLY=1")
+# Experiment switches of gemm.cuh (MEGAKITTENS_DEFINES, off by default) and the cases they must compile.
+GEMM_EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")]
+
+
+@pytest.mark.parametrize("define,case", GEMM_EXPERIMENTS)
+def test_gemm_experiment_compiles_without_spills(define, case, monkeypatch):
+    """MEGAKITTENS_DEFINES=<define>=1: [Note: gemm early bias] (gemm.cuh)."""
+    monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{define}=1")
     fn, shapes = GEMM_CASES[case]
     src, cubin, log = _compile(program_for(fn, shapes))
-    assert len(cubin) > 0 and "#define MK_GEMM_BIAS_EARLY 1" in src
+    assert len(cubin) > 0 and f"#define {define} 1" in src
     if "megakittens_kernel" not in log:
         pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
