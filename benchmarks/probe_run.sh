@@ -1,6 +1,7 @@
 #!/bin/bash
 # One device call: build, all GPU tests, then the device timeline of each benchmark case and the
-# elementwise leave-one-out experiments (benchmarks/notes.md). Logs under $OUT; a short summary last.
+# elementwise leave-one-out experiments, or any define A/B (VARIANTS, VARIANT_CASES; benchmarks/notes.md).
+# Logs under $OUT; a short summary last.
 set -u
 OUT=${OUT:-/tmp/mk-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 MEGAKITTENS_CACHE_DIR=/tmp/mk-cache
@@ -14,8 +15,10 @@ if [ "${TESTS:-1}" = 1 ]; then
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -15
 fi
 timeout ${TL_TIMEOUT:-150} python3 benchmarks/timeline.py ${CASES:-} 2>&1 | tee "$OUT/timeline.log" | grep -v "^phase"
+# Each define of VARIANTS (MEGAKITTENS_DEFINES values) against the run above, on VARIANT_CASES.
 for d in ${VARIANTS:-MK_EXP_EW_NO_LOAD MK_EXP_EW_NO_STORE}; do
-  MEGAKITTENS_DEFINES=$d timeout 60 python3 benchmarks/timeline.py relu add 2>&1 | tee "$OUT/timeline_$d.log" | grep -v "^phase"
+  MEGAKITTENS_DEFINES=$d timeout ${TL_TIMEOUT:-150} python3 benchmarks/timeline.py ${VARIANT_CASES:-relu add} 2>&1 |
+    tee "$OUT/timeline_$d.log" | grep -v "^phase"
 done
 for case in ${NCU_CASES:-}; do
   timeout 120 ncu --launch-skip 3 --launch-count 1 -k regex:megakittens --section SpeedOfLight \
