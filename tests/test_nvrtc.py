@@ -145,15 +145,17 @@ def test_gemm_source_compiles_without_spills(case, cluster):
     assert "serialized" not in log, log
 
 
-# Experiment switches of gemm.cuh (MEGAKITTENS_DEFINES, off by default) and the cases they must compile.
-GEMM_EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")]
+# Experiment switches of the device bodies (MEGAKITTENS_DEFINES, off by default) and the cases (GEMM_CASES,
+# CASES) they must compile.
+EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
+    [("MK_RMS_WARP_ARRIVE", "rms_2048")]
 
 
-@pytest.mark.parametrize("define,case", GEMM_EXPERIMENTS)
-def test_gemm_experiment_compiles_without_spills(define, case, monkeypatch):
-    """MEGAKITTENS_DEFINES=<define>=1: [Note: gemm early bias] (gemm.cuh)."""
+@pytest.mark.parametrize("define,case", EXPERIMENTS)
+def test_experiment_compiles_without_spills(define, case, monkeypatch):
+    """MEGAKITTENS_DEFINES=<define>=1: gemm.cuh [Note: gemm early bias], rms_norm.cuh [Note: rms warp arrivals]."""
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{define}=1")
-    fn, shapes = GEMM_CASES[case]
+    fn, shapes = {**CASES, **GEMM_CASES}[case]
     src, cubin, log = _compile(program_for(fn, shapes))
     assert len(cubin) > 0 and f"#define {define} 1" in src
     if "megakittens_kernel" not in log:
