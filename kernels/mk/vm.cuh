@@ -221,8 +221,9 @@ struct Ctx {
   // [Note: stage scratch]: the words of sems[first, kMaxSemaphores) as floats (16-byte aligned for even
   // `first`); first >= the IType's num_semaphores.
   __device__ float* scratch(int first) const { return reinterpret_cast<float*>(&st->sems[first]); }
-  // The slot's 128x128 tile map, and its k-th 64x64 swizzled map. TMA is issued by lane 0 of the loader
-  // or storer warp only: that lane owns its role's fence bitmask (other lanes get the address unfenced).
+  // The slot's 128x128 tile map, and its k-th 64x64 swizzled map, for TMA issued by lane 0 of the loader
+  // or storer warp: that lane owns its role's fence bitmask (other lanes get the address unfenced; a copy
+  // from another lane takes its map from xmap_lane below).
   __device__ const TensorMap* map(int slot) const { return tensor_map(slot); }
   __device__ const TensorMap* xmap(int slot, int k = 0) const { return tensor_map(MK_NUM_SLOTS + g->slots[slot].xmap + k); }
   __device__ const TensorMap* tensor_map(int i) const {
@@ -238,8 +239,9 @@ struct Ctx {
     return i < MK_NUM_SLOTS ? &g->maps[i] : &g->xmaps[i - MK_NUM_SLOTS];
 #endif
   }
-  // Extra map k of `slot` for TMA copies issued by the calling lane, whichever it is: under
-  // MK_MAPS_IN_GLOBAL the lane fences the map itself (tensor_map's once-per-kernel bookkeeping is lane 0's).
+  // Extra map k of `slot` for TMA copies issued by the calling lane, whichever it is (itypes/gemm.cuh
+  // [Note: gemm copies per lane]): under MK_MAPS_IN_GLOBAL the lane fences the map itself, on every call
+  // (tensor_map's once-per-kernel bookkeeping is lane 0's).
   __device__ const TensorMap* xmap_lane(int slot, int k = 0) const {
     const int i = MK_NUM_SLOTS + g->slots[slot].xmap + k;
 #if MK_MAPS_IN_GLOBAL
