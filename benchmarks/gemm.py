@@ -1,6 +1,6 @@
 """GEMM and MLP benchmark suites (issue 4): `python3 benchmarks/run.py gemm mlp` or `python3 benchmarks/gemm.py`.
 
-gemm: TFLOP/s of the megakernel's Gemm against torch.mm (cuBLAS) at 2048^3, 4096^3, 8192^3 and
+gemm: TFLOP/s (device time) of the megakernel's Gemm against torch.mm (cuBLAS) at 2048^3, 4096^3, 8192^3 and
       16384x4096x4096 (M x N x K), per-SM table and global queue, cluster 1 and 2.
 mlp:  latency of the seed's 3-layer MLP (x = relu(x @ W[i] + b[i])) at (M, H) in {(512, 512),
       (1024, 512), (1024, 1024), (4096, 4096), (128, 4096)}: megakittens (one launch over fixed buffers,
@@ -34,21 +34,30 @@ def _rel(out, ref):
 def suite_gemm(env):
     rows = []
     configs = [(1, "per_sm"), (1, "global"), (2, "per_sm")]
-    for (M, N, K) in GEMM_SHAPES:
+    # MK_GEMM_SHAPES=4096x4096x4096,8192x8192x8192: a subset for a quick comparison.
+    shapes = GEMM_SHAPES
+    if os.environ.get("MK_GEMM_SHAPES"):
+        shapes = [tuple(int(v) for v in s.split("x")) for s in os.environ["MK_GEMM_SHAPES"].split(",")]
+    for (M, N, K) in shapes:
         a = torch.randn(M, K, dtype=BF16, device="cuda")
         b = torch.randn(K, N, dtype=BF16, device="cuda")
         flops = 2.0 * M * N * K
         iters = 50 if flops < 1e11 else 20
         ref = torch.mm(a, b)
-        cublas_ms = bench(lambda: torch.mm(a, b), iters=iters)
+        # Device time for both (bench's device_only: the host's launch latency is not the GEMM's), and the
+        # same with the launch as a call sees it (the GPU idle before) as extra fields.
+        cublas_ms = bench(lambda: torch.mm(a, b), iters=iters, device_only=True)
+        cublas_call_ms = bench(lambda: torch.mm(a, b), iters=iters)
         for cluster, mode in configs:
             p = program_for(_mm, [a, b], cluster_size=cluster, name=f"gemm_{M}x{N}x{K}_c{cluster}")
             runner = MkRunner(p, [a, b], {"global_work_queue": mode == "global"})
-            mk_ms = bench(runner, iters=iters)
+            mk_ms = bench(runner, iters=iters, device_only=True)
+            mk_call_ms = bench(runner, iters=iters)
             err = _rel(runner.outputs()[0], ref)
             rows.append(row("gemm", f"{M}x{N}x{K} (MxNxK) cluster {cluster} {mode}", "throughput", "TFLOP/s",
                             flops / mk_ms / 1e9, {"cublas": flops / cublas_ms / 1e9}, env, mk_ms=mk_ms,
-                            cublas_ms=cublas_ms, rel_err_vs_cublas=err, instructions=p.num_instructions))
+                            cublas_ms=cublas_ms, mk_call_ms=mk_call_ms, cublas_call_ms=cublas_call_ms,
+                            rel_err_vs_cublas=err, instructions=p.num_instructions))
         del a, b, ref
         torch.cuda.empty_cache()
     write("gemm", rows)

@@ -15,10 +15,24 @@ if [ "${TESTS:-1}" = 1 ]; then
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.log" | tail -15
 fi
 timeout ${TL_TIMEOUT:-150} python3 benchmarks/timeline.py ${CASES:-} 2>&1 | tee "$OUT/timeline.log" | grep -v "^phase"
-# Each define of VARIANTS (MEGAKITTENS_DEFINES values) against the run above, on VARIANT_CASES.
+# Compact rows of a run.py log: case, unit, megakittens, baselines, ratio (and % of copy).
+rows() { grep -E '"case"' "$1" | python3 -c "
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l); b = {k: round(v, 1) for k, v in r['baselines'].items() if v is not None}
+    print(r['case'][:60], r['unit'], r['megakittens'] and round(r['megakittens'], 1), b, r['ratio'] and round(r['ratio'], 3),
+          r.get('pct_of_copy') and round(r['pct_of_copy'], 1) or '', *['%s=%.1e' % (k, v) for k, v in r.items() if k.startswith('rel_err')])"; }
+# Each define of VARIANTS (MEGAKITTENS_DEFINES values) against the run above, on VARIANT_CASES; with
+# VARIANT_SUITES also run.py of those suites without and with the define (OUT unset: no result files).
 for d in ${VARIANTS:-MK_EXP_EW_NO_LOAD MK_EXP_EW_NO_STORE}; do
-  MEGAKITTENS_DEFINES=$d timeout ${TL_TIMEOUT:-150} python3 benchmarks/timeline.py ${VARIANT_CASES:-relu add} 2>&1 |
+  [ -n "${VARIANT_CASES-relu add}" ] && MEGAKITTENS_DEFINES=$d timeout ${TL_TIMEOUT:-150} python3 benchmarks/timeline.py ${VARIANT_CASES-relu add} 2>&1 |
     tee "$OUT/timeline_$d.log" | grep -v "^phase"
+  if [ -n "${VARIANT_SUITES:-}" ]; then
+    for v in "" "$d"; do
+      OUT= MEGAKITTENS_DEFINES=$v timeout ${BENCH_TIMEOUT:-200} python3 benchmarks/run.py $VARIANT_SUITES > "$OUT/bench_v$v.log" 2>&1
+      echo "== run.py $VARIANT_SUITES MEGAKITTENS_DEFINES=$v rc=$?"; rows "$OUT/bench_v$v.log"
+    done
+  fi
 done
 for case in ${NCU_CASES:-}; do
   timeout 120 ncu --launch-skip 3 --launch-count 1 -k regex:megakittens --section SpeedOfLight \
@@ -29,10 +43,6 @@ done
 if [ -n "${SUITES:-}" ]; then
   timeout ${BENCH_TIMEOUT:-200} python3 benchmarks/run.py $SUITES > "$OUT/bench.log" 2>&1
   echo "bench rc=$?"; python3 benchmarks/report.py && cp BENCHMARKS.md benchmarks/results/*.json "$OUT/"
-  grep -E '"case"' "$OUT/bench.log" | python3 -c "
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l); b = {k: round(v, 1) for k, v in r['baselines'].items() if v is not None}
-    print(r['case'][:60], r['unit'], r['megakittens'] and round(r['megakittens'], 1), b, r['ratio'] and round(r['ratio'], 2))"
+  rows "$OUT/bench.log"
 fi
 echo "total $(( $(date +%s) - t0 )) s"

@@ -147,16 +147,17 @@ def test_gemm_source_compiles_without_spills(case, cluster):
 
 # Experiment switches of the device bodies (MEGAKITTENS_DEFINES, off by default) and the cases (GEMM_CASES,
 # CASES) they must compile.
-EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
-    [("MK_RMS_WARP_ARRIVE", "rms_2048")]
+EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
+    [("MK_RMS_WARP_ARRIVE", "rms_2048", 1)] + [("MK_GEMM_MULTICAST", c, 2) for c in ("mlp_1024", "flag_mix")]
 
 
-@pytest.mark.parametrize("define,case", EXPERIMENTS)
-def test_experiment_compiles_without_spills(define, case, monkeypatch):
-    """MEGAKITTENS_DEFINES=<define>=1: gemm.cuh [Note: gemm early bias], rms_norm.cuh [Note: rms warp arrivals]."""
+@pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
+def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
+    """MEGAKITTENS_DEFINES=<define>=1: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
+    of 2), rms_norm.cuh [Note: rms warp arrivals]."""
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{define}=1")
     fn, shapes = {**CASES, **GEMM_CASES}[case]
-    src, cubin, log = _compile(program_for(fn, shapes))
+    src, cubin, log = _compile(program_for(fn, shapes, cluster_size=cluster))
     assert len(cubin) > 0 and f"#define {define} 1" in src
     if "megakittens_kernel" not in log:
         pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
