@@ -100,6 +100,14 @@
 #ifndef MK_GEMM_BIAS_EARLY  // 1: [Note: gemm early bias] (an experiment, off by default)
 #define MK_GEMM_BIAS_EARLY 0
 #endif
+// Experiments (benchmarks/notes.md Session 16), timing only, results wrong: MK_EXP_GEMM_NO_LOAD: the
+// loader arms each stage without copying (the consumers multiply stale shared memory); MK_EXP_GEMM_NO_MMA:
+// the consumers wait for and release each stage without multiplying.
+#ifdef MK_EXP_GEMM_NO_LOAD
+constexpr bool kExpNoLoad = true;
+#else
+constexpr bool kExpNoLoad = false;
+#endif
 
 namespace mk {
 
@@ -244,11 +252,11 @@ struct GemmT {
     const int l = c.lane;
     const bool is_a = l < na, is_b = !is_a && l < na + nb, is_b2 = SWIGLU && !is_a && !is_b && l < na + 2 * nb;
     const int j = is_b ? l - na : l - na - nb;  // B / B2 box
-    const bool copies = is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank));
+    const bool copies = !kExpNoLoad && (is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank)));
     const TensorMap* map = !copies ? nullptr : c.xmap_lane(c.src_slot(is_a ? 0 : is_b2 ? 2 : 1));
     const i32* a = idx + kA;
     const i32* b = idx + kB;
-    const u32 stage_bytes = static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes);
+    const u32 stage_bytes = kExpNoLoad ? 0u : static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes);
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
       if (l == 0) {
@@ -425,8 +433,12 @@ struct GemmT {
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
         ptx::wgmma_fence();
+#ifndef MK_EXP_GEMM_NO_MMA
 #pragma unroll
         for (int k = 0; k < kBK / 16; ++k)
+#else
+        for (int k = 0; k < 0; ++k)
+#endif
           mma<N>(acc, TA ? ptx::wgmma_desc_sw128(a0 + 2048 * k, 8 * 1024, 1024) : ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
                  TB ? ptx::wgmma_desc_sw128(b0 + 32 * k, 16, 1024) : ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024));
         ptx::wgmma_commit();

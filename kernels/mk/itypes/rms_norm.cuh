@@ -15,9 +15,6 @@
 #ifndef MK_RMS_SPREAD  // 0: warp-per-row only (A/B switch for [Note: rms spread])
 #define MK_RMS_SPREAD 1
 #endif
-#ifndef MK_RMS_WARP_ARRIVE  // 1: [Note: rms warp arrivals] (an experiment, off by default)
-#define MK_RMS_WARP_ARRIVE 0
-#endif
 
 namespace mk {
 
@@ -30,21 +27,7 @@ struct RMSNorm {
   // itself (generic row copies, in-place normalisation): [Note: one stage writer] in interpreter.cuh.
   static constexpr int kRowsLoaded = 0, kComputed = 1, kWeightLoaded = 2;
   static constexpr int num_semaphores = 3;
-  static __device__ int semaphore_count(int i) {
-    const int lanes = MK_RMS_WARP_ARRIVE ? 1 : 32;
-    return i == kComputed ? kConsumerWarps * lanes : lanes;
-  }
-  // [Note: rms warp arrivals] With MK_RMS_WARP_ARRIVE=1 a warp's lanes sync and lane 0 arrives for them
-  // (as the elementwise consumers do) instead of 32 arrivals on one mbarrier per warp, 256 on kComputed:
-  // an experiment on whether those arrivals lengthen the instruction (benchmarks/notes.md Session 15).
-  static __device__ __forceinline__ void arrive_warp(const Ctx& c, u64* bar) {
-    if constexpr (MK_RMS_WARP_ARRIVE) {
-      __syncwarp();
-      if (c.lane == 0) arrive(bar);
-    } else {
-      arrive(bar);
-    }
-  }
+  static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps * 32 : 32; }
   static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
   static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
   // Row pages the instruction uses (index words 12 rows, 13 C): lids [0, np); lids [np, 3) are unused.
@@ -129,7 +112,7 @@ struct RMSNorm {
         for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
       }
     }
-    arrive_warp(c, c.sem(kRowsLoaded));
+    arrive(c.sem(kRowsLoaded));
     ok = c.lane != 0 || page_wait_lane(c, kWeightLid);
     if (!warp_ok(c, ok)) {
       if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
@@ -161,7 +144,7 @@ struct RMSNorm {
       } else {
         for (int e = c.lane; e < C; e += 32) wd[e] = wp[e];
       }
-      arrive_warp(c, c.sem(kWeightLoaded));
+      arrive(c.sem(kWeightLoaded));
     } else if (c.lane == 0) {
       page_finish(c, kWeightLid);
     }
@@ -276,7 +259,7 @@ struct RMSNorm {
       }
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this page
-    arrive_warp(c, c.sem(kComputed));
+    arrive(c.sem(kComputed));
   }
 
   // Finishes the weight's page (has_weight; read by the consumers only, who waited for its load) once
