@@ -28,6 +28,8 @@ inputs were ready, its first compute began, its last compute ended and its last 
 after the launch's first publish (the per-step hand-off latency of a dependent chain).
 Every case also prints the host time of one launch call (common.host_ms) and where the launch's device
 time goes around the instructions (launch_cost; `launch` is device time only, bench(device_only=True)).
+With MEGAKITTENS_DEFINES=MK_GEMM_WAIT_STATS=1 a Gemm case also prints which side of the k-tile ring waits
+(`waits:` line, kernels/mk/itypes/gemm.cuh [Note: gemm wait stats]).
 Environment: MODES ("per_sm global"), CLUSTER (1 or 2), MEGAKITTENS_DEFINES / MEGAKITTENS_PROFILE (A/B runs)."""
 from __future__ import annotations
 
@@ -44,7 +46,8 @@ import megakittens.ops  # noqa: E402,F401
 
 BF16 = torch.bfloat16
 (PUBLISH, LOAD_BEGIN, INPUTS, LOAD_END, COMP_BEGIN, COMP_END, STORE_BEGIN, REUSE, HANDBACK, COMPLETE,
- STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END, EPILOGUE_READY, CTA_ENTRY, CTA_READY) = range(19)
+ STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END, EPILOGUE_READY, CTA_ENTRY, CTA_READY,
+ LOOP_CYCLES, FULL_WAIT_CYCLES, EMPTY_WAIT_CYCLES) = range(22)
 PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
           ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
           ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END),
@@ -116,6 +119,23 @@ def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
     if g.numel() > 10:
         tail(real, g, closing, t0)
     launch_cost(t, t0, int(real[:, STORE_END].max()), ms)
+    wait_stats(real)
+
+
+def wait_stats(real: torch.Tensor) -> None:
+    """Gemm under MEGAKITTENS_DEFINES=MK_GEMM_WAIT_STATS=1 (kernels/mk/itypes/gemm.cuh [Note: gemm wait
+    stats]): the fraction of consumer 0's mainloop cycles spent waiting for full stages and the loader's
+    cycles waiting for empty ones (relative to the same mainloop), median / p90 over instructions."""
+    r = real[real[:, LOOP_CYCLES] > 0]
+    if r.numel() == 0:
+        return
+    loop = r[:, LOOP_CYCLES].double()
+    full, empty = r[:, FULL_WAIT_CYCLES].double() / loop, r[:, EMPTY_WAIT_CYCLES].double() / loop
+    ghz = loop / durations(r, FIRST_FULL, MAINLOOP_END)[0].double().clamp(min=1)
+    q = lambda v, f: float(torch.quantile(v, f))  # noqa: E731
+    print(f"    waits: consumer 0 on full {q(full, .5):.3f}/{q(full, .9):.3f}, loader on empty "
+          f"{q(empty, .5):.3f}/{q(empty, .9):.3f} of the mainloop's {q(loop, .5):.0f} cycles "
+          f"(SM clock {q(ghz, .5):.2f} GHz)", flush=True)
 
 
 def launch_cost(t: torch.Tensor, t0: int, end: int, ms: float) -> None:

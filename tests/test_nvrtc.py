@@ -149,7 +149,7 @@ def test_gemm_source_compiles_without_spills(case, cluster):
 # CASES) they must compile.
 EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
     [("MK_GEMM_MULTICAST", c, 2) for c in ("mlp_1024", "flag_mix")] + \
-    [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA")]
+    [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)

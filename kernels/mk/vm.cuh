@@ -269,14 +269,17 @@ enum TimelineEvent {
   // The CTA's first instruction only: its entry into the kernel and the end of its prologue (barrier
   // inits, the CTA/cluster barrier and PDL's griddepcontrol.wait): what the launch costs before work.
   kEvCtaEntry, kEvCtaReady,
-  kTimelineWords = 20
+  // Gemm under MK_GEMM_WAIT_STATS (values in SM cycles, itypes/gemm.cuh [Note: gemm wait stats]):
+  // consumer 0's mainloop and its part spent waiting for full stages; the loader's waits for empty ones.
+  kEvMainloopCycles, kEvFullWaitCycles, kEvEmptyWaitCycles,
+  kTimelineWords = 22
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
   const u64 t = c.g->c.timeline;
   // Static-queue padding rows (index >= N, Noops filling the last wave) have no timeline row.
   if (t == 0 || c.lane != 0 || c.index < 0 || c.index >= c.g->c.num_instructions) return;
   reinterpret_cast<u64*>(t)[static_cast<long long>(c.index) * kTimelineWords + ev] =
-      ev == kEvSm || ev == kEvFlags || ev == kEvCtaEntry || ev == kEvCtaReady ? value : ptx::globaltimer();
+      ev == kEvSm || ev == kEvFlags || ev >= kEvCtaEntry ? value : ptx::globaltimer();
 }
 
 // ---- watchdog ----

@@ -103,6 +103,13 @@
 // Experiments (benchmarks/notes.md Session 16), timing only, results wrong: MK_EXP_GEMM_NO_LOAD: the
 // loader arms each stage without copying (the consumers multiply stale shared memory); MK_EXP_GEMM_NO_MMA:
 // the consumers wait for and release each stage without multiplying.
+// [Note: gemm wait stats] MK_GEMM_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 counts the
+// SM cycles of its mainloop (k-tile 0 landed -> the last wait) and the part of them spent waiting for a
+// full stage (k-tiles 1..), the loader's lane 0 those spent waiting for an empty stage; benchmarks/
+// timeline.py prints the fractions: which side of the ring waits for the other.
+#ifndef MK_GEMM_WAIT_STATS
+#define MK_GEMM_WAIT_STATS 0
+#endif
 #ifdef MK_EXP_GEMM_NO_LOAD
 constexpr bool kExpNoLoad = true;
 #else
@@ -257,6 +264,7 @@ struct GemmT {
     const i32* a = idx + kA;
     const i32* b = idx + kB;
     const u32 stage_bytes = kExpNoLoad ? 0u : static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes);
+    long long empty_wait = 0;  // [Note: gemm wait stats]
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
       if (l == 0) {
@@ -268,7 +276,9 @@ struct GemmT {
             ok = wait_lane<true>(c, c.sem(kReady + s), 0u, 3, 220 + s);
           }
         } else {
+          const long long t0 = MK_GEMM_WAIT_STATS ? clock64() : 0;
           ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
+          if constexpr (MK_GEMM_WAIT_STATS) empty_wait += clock64() - t0;
         }
         if (ok)
           (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
@@ -304,6 +314,7 @@ struct GemmT {
       if (kt == 0) mark(c, kEvFirstIssue);
     }
     if (c.lane == 0) arrive(c.sem(kIssued));
+    if constexpr (MK_GEMM_WAIT_STATS) mark(c, kEvEmptyWaitCycles, static_cast<u64>(empty_wait));
 
     if (needs_fix(c, d)) {  // zero K [kr, 64) of the last k-tile's A and B tiles
       const int s = d.last, kr = d.K - (d.nk - 1) * kBK;
@@ -416,13 +427,20 @@ struct GemmT {
     constexpr bool kBiasEarly = kBiasEarlyOk && N <= 128;  // [Note: gemm early bias]
     const bool early = kBiasEarly && active && d.nk > 0 && c.num_src_late() == 0;
     u32 be[kBiasEarly ? N / 8 : 1][2];
+    long long loop_begin = 0, full_wait = 0;  // [Note: gemm wait stats]
 
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
       const bool last_fixed = kt == d.nk - 1 && fix;
       const u32 parity = last_fixed ? 0u : static_cast<u32>((kt >> 2) & 1);
       const int sem = last_fixed ? kFixed : kFull + s;
+      const long long t0 = MK_GEMM_WAIT_STATS ? clock64() : 0;
       if (!mma_wait(c, c.sem(sem), parity, sem)) return;
+      if constexpr (MK_GEMM_WAIT_STATS) {  // [Note: gemm wait stats]
+        const long long t1 = clock64();
+        if (kt == 0) loop_begin = t1;
+        else full_wait += t1 - t0;
+      }
       if (kt == 0 && c.warp == 0) mark(c, kEvFirstFull);
       if constexpr (kBiasEarly)
         if (kt == 0 && early) bias_early_load<N>(c, d, wg, be);
@@ -458,6 +476,10 @@ struct GemmT {
       for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
     }
     if (c.warp == 0) mark(c, kEvMainloopEnd);
+    if (MK_GEMM_WAIT_STATS && c.warp == 0) {
+      mark(c, kEvMainloopCycles, static_cast<u64>(clock64() - loop_begin));
+      mark(c, kEvFullWaitCycles, static_cast<u64>(full_wait));
+    }
     if (!kEarly && d.nk > 0) {
       __syncwarp();
       if (c.lane == 0) release_stage(c, d.last, mc);
