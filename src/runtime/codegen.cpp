@@ -183,13 +183,14 @@ XmapPlan xmap_plan(const Program& p) {
   XmapPlan x;
   x.index.assign(p.slots.size(), -1);
   x.strided.assign(p.slots.size(), false);
+  x.wide.assign(p.slots.size(), false);
   std::vector<bool> used(p.slots.size(), false);
   for (const auto& n : p.nodes) {
     const std::string name = n.itype->name();
     if (name == "Gemm") {
       // A, B and swiglu's B2 (TMA loads) and D (TMA store); a bias input is read with plain loads.
       const size_t loaded = static_cast<const Gemm&>(*n.itype).flags().swiglu ? 3 : 2;
-      for (size_t k = 0; k < n.src_slots.size() && k < loaded; ++k) used[n.src_slots[k]] = true;
+      for (size_t k = 0; k < n.src_slots.size() && k < loaded; ++k) used[n.src_slots[k]] = x.wide[n.src_slots[k]] = true;
       for (int s : n.dst_slots) used[s] = true;
     } else if (name == "Attention") {
       const unsigned bshd = static_cast<const Attention&>(*n.itype).bshd();
@@ -204,7 +205,7 @@ XmapPlan xmap_plan(const Program& p) {
   for (size_t s = 0; s < used.size(); ++s)
     if (used[s]) {
       x.index[s] = x.count;
-      x.count += x.strided[s] ? 2 : 1;
+      x.count += (x.strided[s] ? 2 : 1) + (x.wide[s] ? 2 : 0);
     }
   return x;
 }

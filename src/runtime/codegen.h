@@ -17,11 +17,15 @@ std::string generate_source(const Program&);
 // ITypes TMA (Gemm: A, B, D; Attention: q, k, v, o). index[s]: the slot's first map, -1 none: the map
 // of its own (padded) shape, box 64 columns x 64 rows. strided[s]: xmaps[index + 1] is a second map of
 // the same memory with box 64 x 1 x 64 over dims (c, r, d) - 64 rows of dim d at one r - for an
-// Attention operand stored as (B, S, H, D) (kernels/mk/itypes/attention.cuh). The generated source's
-// MK_NUM_XMAPS is max(1, count); src/runtime/launch.cpp encodes the maps.
+// Attention operand stored as (B, S, H, D) (kernels/mk/itypes/attention.cuh). wide[s]: a Gemm loads the
+// slot (A, B, B2), and the two maps after those hold the same memory in 16 KB boxes (kernels/mk/itypes/
+// gemm.cuh [Note: gemm wide boxes]): box 64 x 128 rows, and a 5-D split (c % 64, r, c / 64, d, b) with
+// box 64 x 64 rows x 2 column blocks. The generated source's MK_NUM_XMAPS is max(1, count);
+// src/runtime/launch.cpp encodes the maps.
 struct XmapPlan {
   std::vector<int> index;
   std::vector<bool> strided;
+  std::vector<bool> wide;
   int count = 0;
 };
 XmapPlan xmap_plan(const Program&);

@@ -107,6 +107,10 @@
 // SM cycles of its mainloop (k-tile 0 landed -> the last wait) and the part of them spent waiting for a
 // full stage (k-tiles 1..), the loader's lane 0 those spent waiting for an empty stage; benchmarks/
 // timeline.py prints the fractions: which side of the ring waits for the other.
+// [Note: gemm wide boxes] 1 (default): 16 KB copies where the slot has the wide maps; 0: 64x64 boxes only.
+#ifndef MK_GEMM_WIDE_BOXES
+#define MK_GEMM_WIDE_BOXES 1
+#endif
 #ifndef MK_GEMM_WAIT_STATS
 #define MK_GEMM_WAIT_STATS 0
 #endif
@@ -249,21 +253,36 @@ struct GemmT {
     const bool mc = multicast(d);
     mark(c, kEvFlags, mc ? 1 : 0);
     const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
-    const int na = d.m_rows > kBox ? 2 : 1;
-    const int nb = (d.n_cols + kBox - 1) / kBox;  // boxes of B (and as many of B2 for SWIGLU)
+    // [Note: gemm wide boxes] An operand copies 16 KB (two 64x64 boxes) per TMA when its slot has the
+    // wide maps: K-major (A, or B under TB) through the 64 x 128-row map, MN-major (A under TA, B) through
+    // the split map, whose column origin must then sit on a 64-column block. Otherwise 8 KB boxes.
+    const SlotDesc& sa = c.slot(c.src_slot(0));
+    const SlotDesc& sb = c.slot(c.src_slot(1));
+    const i32* a = idx + kA;
+    const i32* b = idx + kB;
+    const auto wide = [](const SlotDesc& sd, bool split, int col0) {
+      return MK_GEMM_WIDE_BOXES && (split ? (sd.flags & 4) && col0 % kBox == 0 : (sd.flags & 2) != 0);
+    };
+    const bool wa = wide(sa, TA, a[3]);
+    const bool wb = wide(sb, !TB, b[3]) && (!SWIGLU || wide(c.slot(c.src_slot(2)), !TB, b[3]));
+    const int ua = wa ? 2 : 1, ub = wb ? 2 : 1;  // 64x64 boxes per copy
+    const int na = wa ? 1 : d.m_rows > kBox ? 2 : 1;
+    const int nb = ((d.n_cols + kBox - 1) / kBox + ub - 1) / ub;  // copies of B (and as many of B2 for SWIGLU)
     // [Note: gemm copies per lane] Lane 0 waits for the stage and arms full[s]; then each copy of the
-    // k-tile is issued by its own lane, all in one warp instruction: lane l < na copies A box l, the next
-    // nb lanes B's boxes, the next nb B2's. One lane issuing a k-tile's 4-6 boxes one after the other
+    // k-tile is issued by its own lane, all in one warp instruction: lane l < na copies A's part l, the
+    // next nb lanes B's, the next nb B2's. One lane issuing a k-tile's 4-6 boxes one after the other
     // took ~0.15 us a box (benchmarks/probes/tma_ingest.cu, H200: a 32 KB stage of four 8 KB boxes
     // 638 ns from lane 0, 473 ns one per lane), the whole k-step of a 128 x 128 tile.
     const int l = c.lane;
     const bool is_a = l < na, is_b = !is_a && l < na + nb, is_b2 = SWIGLU && !is_a && !is_b && l < na + 2 * nb;
-    const int j = is_b ? l - na : l - na - nb;  // B / B2 box
+    const int j = is_b ? l - na : l - na - nb;  // B / B2 copy
     const bool copies = !kExpNoLoad && (is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank)));
-    const TensorMap* map = !copies ? nullptr : c.xmap_lane(c.src_slot(is_a ? 0 : is_b2 ? 2 : 1));
-    const i32* a = idx + kA;
-    const i32* b = idx + kB;
-    const u32 stage_bytes = kExpNoLoad ? 0u : static_cast<u32>((na + (SWIGLU ? 2 : 1) * nb) * kBoxBytes);
+    // The copy's map: wide map 0 (128 rows) for K-major, 1 (split) for MN-major.
+    const bool w = is_a ? wa : wb, split = is_a ? TA : !TB;
+    const int ms = c.src_slot(is_a ? 0 : is_b2 ? 2 : 1);
+    const TensorMap* map = !copies ? nullptr : w ? c.xmap_wide_lane(ms, split ? 1 : 0) : c.xmap_lane(ms);
+    const u32 stage_bytes =
+        kExpNoLoad ? 0u : static_cast<u32>((na * ua + (SWIGLU ? 2 : 1) * nb * ub) * kBoxBytes);
     long long empty_wait = 0;  // [Note: gemm wait stats]
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
@@ -286,29 +305,32 @@ struct GemmT {
       }
       if (!warp_ok(c, ok)) return;
       if (copies) {
-        // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed.
+        // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed; a split
+        // map's are (column % 64 = 0, row, column / 64, d, b).
         unsigned char* dst;
-        i32 coords[4];
+        i32 col, row, bd, bb;
         if (is_a) {
           dst = c.page(a_lid(s)) + a_offset(s) + l * kBoxBytes;
-          coords[0] = TA ? a[3] + l * kBox : a[3] + kt * kBK;
-          coords[1] = TA ? a[2] + kt * kBK : a[2] + l * kBox;
-          coords[2] = a[1];
-          coords[3] = a[0];
+          col = TA ? a[3] + l * kBox : a[3] + kt * kBK;
+          row = TA ? a[2] + kt * kBK : a[2] + l * kBox;
+          bd = a[1], bb = a[0];
         } else {
-          dst = c.page(b_lid(s)) + (is_b2 ? 2 + j : j) * kBoxBytes;
-          coords[0] = TB ? b[3] + kt * kBK : b[3] + j * kBox;
-          coords[1] = TB ? b[2] + j * kBox : b[2] + kt * kBK;
-          coords[2] = b[1];
-          coords[3] = b[0];
+          const int box = j * ub;  // first 64x64 box of the copy
+          dst = c.page(b_lid(s)) + (is_b2 ? 2 + box : box) * kBoxBytes;
+          col = TB ? b[3] + kt * kBK : b[3] + box * kBox;
+          row = TB ? b[2] + box * kBox : b[2] + kt * kBK;
+          bd = b[1], bb = b[0];
         }
-        if (!mc || is_a) {
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords,
-                                          c.sem(kFull + s));
-        } else {  // into both CTAs, same offsets, both full[s]
-          constexpr unsigned short kBoth = 0x3;
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords,
-                                          c.sem(kFull + s), kBoth);
+        constexpr unsigned short kBoth = 0x3;  // multicast: into both CTAs, same offsets, both full[s]
+        const bool both = mc && !is_a;
+        if (w && split) {
+          const i32 coords[5] = {0, row, col / kBox, bd, bb};
+          if (!both) cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s));
+          else cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s), kBoth);
+        } else {
+          const i32 coords[4] = {col, row, bd, bb};
+          if (!both) cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s));
+          else cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s), kBoth);
         }
       }
       if (kt == 0) mark(c, kEvFirstIssue);
