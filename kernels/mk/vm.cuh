@@ -121,7 +121,7 @@ struct SlotDesc {
   u64 ptr;
   i32 dims[4];  // padded (b, d, r, c)
   i32 flags;    // bit 0: maps[slot] holds a valid 128x128 bf16 tile map; bits 1, 2, 3: the slot's xmaps
-                // include the 128-row and the split wide map, and the strided one (itypes/gemm.cuh [Note:
+                // include the wide row maps and the split ones, and the strided one (itypes/gemm.cuh [Note:
                 // gemm wide boxes], src/runtime/codegen.h XmapPlan); bits 8-15: the dtype
   i32 xmap;     // index into xmaps of this slot's 64x64 128B-swizzled bf16 tile map(s), -1 none
 };
@@ -254,7 +254,8 @@ struct Ctx {
     return &g->xmaps[i - MK_NUM_SLOTS];
 #endif
   }
-  // Wide map k of `slot` (0: 64 x 128 rows, 1: the split map; [Note: gemm wide boxes]), for the calling lane.
+  // Wide map k of `slot` ([Note: gemm wide boxes]; 0: 64 x 128 rows, 1: split, 2 column blocks, 2: split,
+  // 4 blocks, 3: 64 x 256 rows), for the calling lane.
   __device__ const TensorMap* xmap_wide_lane(int slot, int k) const {
     return xmap_lane(slot, ((g->slots[slot].flags & 8) ? 2 : 1) + k);
   }

@@ -205,7 +205,7 @@ XmapPlan xmap_plan(const Program& p) {
   for (size_t s = 0; s < used.size(); ++s)
     if (used[s]) {
       x.index[s] = x.count;
-      x.count += (x.strided[s] ? 2 : 1) + (x.wide[s] ? 2 : 0);
+      x.count += (x.strided[s] ? 2 : 1) + (x.wide[s] ? 4 : 0);
     }
   return x;
 }

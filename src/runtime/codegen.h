@@ -18,9 +18,10 @@ std::string generate_source(const Program&);
 // of its own (padded) shape, box 64 columns x 64 rows. strided[s]: xmaps[index + 1] is a second map of
 // the same memory with box 64 x 1 x 64 over dims (c, r, d) - 64 rows of dim d at one r - for an
 // Attention operand stored as (B, S, H, D) (kernels/mk/itypes/attention.cuh). wide[s]: a Gemm loads the
-// slot (A, B, B2), and the two maps after those hold the same memory in 16 KB boxes (kernels/mk/itypes/
-// gemm.cuh [Note: gemm wide boxes]): box 64 x 128 rows, and a 5-D split (c % 64, r, c / 64, d, b) with
-// box 64 x 64 rows x 2 column blocks. The generated source's MK_NUM_XMAPS is max(1, count);
+// slot (A, B, B2), and the four maps after those hold the same memory in 16 / 32 KB boxes (kernels/mk/
+// itypes/gemm.cuh [Note: gemm wide boxes]): box 64 x 128 rows, a 5-D split (c % 64, r, c / 64, d, b)
+// with box 64 x 64 rows x 2 column blocks, the same with 4 blocks, and box 64 x 256 rows. The generated
+// source's MK_NUM_XMAPS is max(1, count);
 // src/runtime/launch.cpp encodes the maps.
 struct XmapPlan {
   std::vector<int> index;

@@ -69,14 +69,14 @@ CUresult encode_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t 
 }
 
 // [Note: gemm wide boxes] (kernels/mk/itypes/gemm.cuh): the slot's columns split into blocks of 64, a 5-D
-// (c % 64, r, c / 64, d, b) map whose box {64, 64, 2, 1, 1} is two 64x64 boxes of adjacent column blocks
-// in one copy, landing as two consecutive 8 KB boxes. Needs the padded last dim a multiple of 64.
-CUresult encode_split_map(CUtensorMap* map, uint64_t ptr, const Coord4& p) {
+// (c % 64, r, c / 64, d, b) map whose box {64, 64, blocks, 1, 1} is `blocks` 64x64 boxes of adjacent
+// column blocks in one copy, landing as consecutive 8 KB boxes. Needs the padded last dim a multiple of 64.
+CUresult encode_split_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t blocks) {
   const Driver& d = driver();
   if ((ptr % 16) != 0 || p[3] % 64 != 0) return CUDA_ERROR_INVALID_VALUE;
   const cuuint64_t dims[5] = {64, cuuint64_t(p[2]), cuuint64_t(p[3] / 64), cuuint64_t(p[1]), cuuint64_t(p[0])};
   const cuuint64_t strides[4] = {cuuint64_t(p[3] * 2), 128, cuuint64_t(p[2] * p[3] * 2), cuuint64_t(p[1] * p[2] * p[3] * 2)};
-  const cuuint32_t box[5] = {64, 64, 2, 1, 1}, estr[5] = {1, 1, 1, 1, 1};
+  const cuuint32_t box[5] = {64, 64, blocks, 1, 1}, estr[5] = {1, 1, 1, 1, 1};
   return d.cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, reinterpret_cast<void*>(ptr), dims,
                                   strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -270,10 +270,15 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
       bool ok = m.dtype == DType::bf16 && encode_map(map, ptrs[s], p, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) == CUDA_SUCCESS;
       if (ok && xmaps_.strided[s]) ok = encode_map(map_at(layout_.nslots + x + 1), ptrs[s], p, 64, 1, CU_TENSOR_MAP_SWIZZLE_128B, 64) == CUDA_SUCCESS;
       if (xmaps_.strided[s]) sd.flags |= 8;  // the wide maps (if any) start one further
-      if (ok && xmaps_.wide[s]) {  // [Note: gemm wide boxes]: flags bit 1 the 128-row map, bit 2 the split one
-        const int w = x + (xmaps_.strided[s] ? 2 : 1);
-        if (encode_map(map_at(layout_.nslots + w), ptrs[s], p, 64, 128, CU_TENSOR_MAP_SWIZZLE_128B) == CUDA_SUCCESS) sd.flags |= 2;
-        if (encode_split_map(map_at(layout_.nslots + w + 1), ptrs[s], p) == CUDA_SUCCESS) sd.flags |= 4;
+      if (ok && xmaps_.wide[s]) {  // [Note: gemm wide boxes]: flags bit 1 the row maps, bit 2 the split ones
+        const size_t w = layout_.nslots + x + (xmaps_.strided[s] ? 2 : 1);
+        const auto sw = CU_TENSOR_MAP_SWIZZLE_128B;
+        if (encode_map(map_at(w), ptrs[s], p, 64, 128, sw) == CUDA_SUCCESS &&
+            encode_map(map_at(w + 3), ptrs[s], p, 64, 256, sw) == CUDA_SUCCESS)
+          sd.flags |= 2;
+        if (encode_split_map(map_at(w + 1), ptrs[s], p, 2) == CUDA_SUCCESS &&
+            encode_split_map(map_at(w + 2), ptrs[s], p, 4) == CUDA_SUCCESS)
+          sd.flags |= 4;
       }
       if (!ok)
         throw GpuError("megakittens: tensor slot " + std::to_string(s) + " (" + m.str() +

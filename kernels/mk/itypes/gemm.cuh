@@ -253,9 +253,12 @@ struct GemmT {
     const bool mc = multicast(d);
     mark(c, kEvFlags, mc ? 1 : 0);
     const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
-    // [Note: gemm wide boxes] An operand copies 16 KB (two 64x64 boxes) per TMA when its slot has the
-    // wide maps: K-major (A, or B under TB) through the 64 x 128-row map, MN-major (A under TA, B) through
-    // the split map, whose column origin must then sit on a 64-column block. Otherwise 8 KB boxes.
+    // [Note: gemm wide boxes] An operand copies its k-tile in one TMA (A: 16 KB; B: 16 KB for a tile of
+    // <= 128 columns, 32 KB for a wider one) when its slot has the wide maps: K-major (A, or B under TB)
+    // through a 64 x 128- or 256-row map, MN-major (A under TA, B) through a split map of 2 or 4 column
+    // blocks, whose column origin must then sit on a 64-column block; otherwise in 8 KB boxes. Copies
+    // cost issue time more than bytes (benchmarks/probes/tma_ingest.cu; benchmarks/notes.md Session 16:
+    // 8192^3 0.85 -> 0.90 of cuBLAS with 16 KB copies).
     const SlotDesc& sa = c.slot(c.src_slot(0));
     const SlotDesc& sb = c.slot(c.src_slot(1));
     const i32* a = idx + kA;
@@ -265,9 +268,10 @@ struct GemmT {
     };
     const bool wa = wide(sa, TA, a[3]);
     const bool wb = wide(sb, !TB, b[3]) && (!SWIGLU || wide(c.slot(c.src_slot(2)), !TB, b[3]));
-    const int ua = wa ? 2 : 1, ub = wb ? 2 : 1;  // 64x64 boxes per copy
+    const int nbox = (d.n_cols + kBox - 1) / kBox;  // 64x64 boxes of B (and as many of B2 for SWIGLU)
+    const int ua = wa ? 2 : 1, ub = !wb ? 1 : nbox > 2 ? 4 : 2;  // 64x64 boxes per copy
     const int na = wa ? 1 : d.m_rows > kBox ? 2 : 1;
-    const int nb = ((d.n_cols + kBox - 1) / kBox + ub - 1) / ub;  // copies of B (and as many of B2 for SWIGLU)
+    const int nb = (nbox + ub - 1) / ub;  // copies of B (and as many of B2)
     // [Note: gemm copies per lane] Lane 0 waits for the stage and arms full[s]; then each copy of the
     // k-tile is issued by its own lane, all in one warp instruction: lane l < na copies A's part l, the
     // next nb lanes B's, the next nb B2's. One lane issuing a k-tile's 4-6 boxes one after the other
@@ -277,10 +281,11 @@ struct GemmT {
     const bool is_a = l < na, is_b = !is_a && l < na + nb, is_b2 = SWIGLU && !is_a && !is_b && l < na + 2 * nb;
     const int j = is_b ? l - na : l - na - nb;  // B / B2 copy
     const bool copies = !kExpNoLoad && (is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank)));
-    // The copy's map: wide map 0 (128 rows) for K-major, 1 (split) for MN-major.
-    const bool w = is_a ? wa : wb, split = is_a ? TA : !TB;
+    // The copy's map: wide map 0 / 3 (128 / 256 rows) for K-major, 1 / 2 (2 / 4 blocks) for MN-major.
+    const bool w = is_a ? wa : wb, split = is_a ? TA : !TB, four = !is_a && ub == 4;
     const int ms = c.src_slot(is_a ? 0 : is_b2 ? 2 : 1);
-    const TensorMap* map = !copies ? nullptr : w ? c.xmap_wide_lane(ms, split ? 1 : 0) : c.xmap_lane(ms);
+    const int wk = split ? (four ? 2 : 1) : (four ? 3 : 0);
+    const TensorMap* map = !copies ? nullptr : w ? c.xmap_wide_lane(ms, wk) : c.xmap_lane(ms);
     const u32 stage_bytes =
         kExpNoLoad ? 0u : static_cast<u32>((na * ua + (SWIGLU ? 2 : 1) * nb * ub) * kBoxBytes);
     long long empty_wait = 0;  // [Note: gemm wait stats]
