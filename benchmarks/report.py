@@ -74,8 +74,10 @@ def main():
         if not rows:
             continue
         r0 = rows[0]
+        dates = ", ".join(dict.fromkeys(r["date"] for r in rows))
+        commits = ", ".join(dict.fromkeys(r["commit"] for r in rows))  # rows of several runs: each row's own
         lines += [f"## {f.stem}", "", f"{r0['device']}, {r0['driver']}, torch {r0.get('torch', '?')}, "
-                  f"{r0['date']}, commit {r0['commit']}", ""]
+                  f"{dates}, commit{'s' if ', ' in commits else ''} {commits}", ""]
         bnames = []
         for r in rows:
             for b in r["baselines"]:

@@ -6,8 +6,9 @@
 // Roles.
 // - Loader (warp 9): TMA k-tiles into a 4-stage ring; stage s = A 128x64 (16 KB, two 64x64 boxes) +
 //   B 64x256 (32 KB, four 64x64 boxes), full[s] (TMA bytes) / empty[s] (8 consumer warps). Lane 0 waits
-//   for a stage and arms full[s], a lane per box issues its copy ([Note: gemm copies per lane]). Once
-//   every k-tile is issued it moves on to the next instruction's loads.
+//   for a stage and arms full[s], a lane per copy issues it ([Note: gemm copies per lane]); an operand's
+//   boxes go in one copy where its slot has the wide maps ([Note: gemm wide boxes]). Once every k-tile
+//   is issued it moves on to the next instruction's loads.
 // - Consumers (warps 0-7): warpgroup wg owns rows 64wg..64wg+63 x 256 columns = 128 fp32 registers
 //   per thread; per k-tile four m64n256k16 wgmma (A and B from shared memory, 128-byte swizzle), one
 //   k-tile in flight (wait_group 1) before the previous stage is handed back. Epilogue: bf16 into a
@@ -67,7 +68,8 @@
 //   epilogue computes silu(g) * u in fp32 and rounds once.
 // - ACT (`act=relu`, `gelu`, ...): the activation of the ElementwiseUnary the tracer folded in
 //   (src/trace/fuse_gemm_act.h), applied in fp32 after the bias, before the one rounding.
-// The tensor maps are unchanged: every operand is TMA'd in 64x64 boxes of its own backing.
+// Every operand is TMA'd from its own backing: 64x64 boxes, or the same boxes several per copy through
+// the slot's wide maps ([Note: gemm wide boxes]); the shared-memory layout is the same either way.
 //
 // [Note: gemm multicast] The two ranks of a cluster tile (consecutive instructions, run by the two CTAs
 // of a cluster at the same iteration: src/schedule/phase1_place.cpp) compute rows m0 and m0 + 128 of the
