@@ -38,6 +38,14 @@ def g_sliced_k(x, w):  # K = 200 of backings 256 wide / tall: the loader zeroes 
     return x[:, :200] @ w[:200]
 
 
+def g_col_origin_b(x, w):  # B's view starts at column 32 of a 64-aligned backing: no split-map copies
+    return x @ w[:, 32:288]  # (kernels/mk/itypes/gemm.cuh [Note: gemm wide boxes]); 8 KB boxes instead
+
+
+def g_col_origin_ta(a, b):  # A^T's view starts at column 32 (M): the same fallback for an M-major A
+    return a[:, 32:160].t() @ b
+
+
 def g_stacked(x, w):  # B = w[1] of a (3, K, N) stack: origin d = 1
     return x @ w[1]
 
@@ -115,6 +123,7 @@ CASES = {
     "bmm_4x1000x256x768": (g_bmm, [(4, 1000, 768), (4, 768, 256)]),  # M=1000, N=256, K=768
     "sliced_k": (g_sliced_k, [(300, 256), (256, 384)]),
     "stacked_weight": (g_stacked, [(256, 512), (3, 512, 256)]),
+    "col_origin_b": (g_col_origin_b, [(300, 256), (256, 320)]),
     "gemm_chain": (g_two, [(512, 768), (768, 512), (512, 1024)]),
 }
 
@@ -135,6 +144,7 @@ FLAG_CASES = {
     "baddbmm_all_4x512x768x256": (g_baddbmm_all, [(4, 512, 768), (4, 256, 512), (4, 768, 256)], 1),
     "baddbmm_row_4x300x520x256": (g_baddbmm_row, [(520,), (4, 300, 256), (4, 256, 520)], 2),
     "sliced_k_ta_tb": (g_sliced_k_t, [(256, 304), (384, 256)], 1),
+    "col_origin_ta": (g_col_origin_ta, [(256, 192), (256, 320)], 2),
     "bias_full_sliced": (g_bias_sliced, [(310, 528), (300, 256), (256, 520)], 2),
     "bias_row_stacked_tb": (g_bias_stacked, [(3, 264), (100, 320), (264, 320)], 1),
     # `act` (src/trace/fuse_gemm_act.h): the activation after the bias, before the rounding
