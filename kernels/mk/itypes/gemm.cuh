@@ -102,31 +102,33 @@
 #ifndef MK_GEMM_BIAS_EARLY  // 1: [Note: gemm early bias] (an experiment, off by default)
 #define MK_GEMM_BIAS_EARLY 0
 #endif
-// Experiments (benchmarks/notes.md Session 16), timing only, results wrong: MK_EXP_GEMM_NO_LOAD: the
-// loader arms each stage without copying (the consumers multiply stale shared memory); MK_EXP_GEMM_NO_MMA:
-// the consumers wait for and release each stage without multiplying.
-// [Note: gemm wait stats] MK_GEMM_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 counts the
-// SM cycles of its mainloop (k-tile 0 landed -> the last wait) and the part of them spent waiting for a
-// full stage (k-tiles 1..), the loader's lane 0 those spent waiting for an empty stage; benchmarks/
-// timeline.py prints the fractions: which side of the ring waits for the other.
+// [Note: gemm wide boxes] 1 (default): an operand's boxes in one copy where the slot has the wide maps;
+// 0: 64x64 boxes only.
+#ifndef MK_GEMM_WIDE_BOXES
+#define MK_GEMM_WIDE_BOXES 1
+#endif
 // [Note: gemm paired stages] 1: one loader turn fills two stages (an experiment, off by default).
 #ifndef MK_GEMM_PAIR_STAGES
 #define MK_GEMM_PAIR_STAGES 0
 #endif
-// [Note: gemm wide boxes] 1 (default): 16 KB copies where the slot has the wide maps; 0: 64x64 boxes only.
-#ifndef MK_GEMM_WIDE_BOXES
-#define MK_GEMM_WIDE_BOXES 1
-#endif
+// [Note: gemm wait stats] MK_GEMM_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 counts the
+// SM cycles of its mainloop (k-tile 0 landed -> the last wait) and the part of them spent waiting for a
+// full stage (k-tiles 1..), the loader's lane 0 those spent waiting for an empty stage; benchmarks/
+// timeline.py prints the fractions: which side of the ring waits for the other.
 #ifndef MK_GEMM_WAIT_STATS
 #define MK_GEMM_WAIT_STATS 0
 #endif
+// Experiments (benchmarks/notes.md Session 16), timing only, results wrong: MK_EXP_GEMM_NO_LOAD: the
+// loader arms each stage without copying (the consumers multiply stale shared memory); MK_EXP_GEMM_NO_MMA:
+// the consumers wait for and release each stage without multiplying.
+
+namespace mk {
+
 #ifdef MK_EXP_GEMM_NO_LOAD
 constexpr bool kExpNoLoad = true;
 #else
 constexpr bool kExpNoLoad = false;
 #endif
-
-namespace mk {
 
 // TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full;
 // SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias.
