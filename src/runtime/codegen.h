@@ -21,8 +21,7 @@ std::string generate_source(const Program&);
 // slot (A, B, B2), and the four maps after those hold the same memory in 16 / 32 KB boxes (kernels/mk/
 // itypes/gemm.cuh [Note: gemm wide boxes]): box 64 x 128 rows, a 5-D split (c % 64, r, c / 64, d, b)
 // with box 64 x 64 rows x 2 column blocks, the same with 4 blocks, and box 64 x 256 rows. The generated
-// source's MK_NUM_XMAPS is max(1, count);
-// src/runtime/launch.cpp encodes the maps.
+// source's MK_NUM_XMAPS is max(1, count); src/runtime/launch.cpp encodes the maps.
 struct XmapPlan {
   std::vector<int> index;
   std::vector<bool> strided;

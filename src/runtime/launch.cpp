@@ -55,31 +55,35 @@ void trace(const char* step) {
   if (on) std::fprintf(stderr, "[megakittens] %s\n", step), std::fflush(stderr);
 }
 
+// A bf16 tile map of `rank` dims (dims[0] innermost; strides of dims 1.., in bytes), 256-byte L2 promotion.
+CUresult encode_tiled(CUtensorMap* map, uint64_t ptr, cuuint32_t rank, const cuuint64_t* dims,
+                      const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
+  const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
+  return driver().cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, reinterpret_cast<void*>(ptr),
+                                         dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
 // A 4-D (c, r, d, b) bf16 tile map of the slot's padded shape, box {box_c, box_r, box_d, 1}.
 CUresult encode_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t box_c, cuuint32_t box_r,
                     CUtensorMapSwizzle swizzle, cuuint32_t box_d = 1) {
-  const Driver& d = driver();
   if ((ptr % 16) != 0 || (p[3] * 2) % 16 != 0) return CUDA_ERROR_INVALID_VALUE;
   const cuuint64_t dims[4] = {cuuint64_t(p[3]), cuuint64_t(p[2]), cuuint64_t(p[1]), cuuint64_t(p[0])};
   const cuuint64_t strides[3] = {cuuint64_t(p[3] * 2), cuuint64_t(p[2] * p[3] * 2), cuuint64_t(p[1] * p[2] * p[3] * 2)};
-  const cuuint32_t box[4] = {box_c, box_r, box_d, 1}, estr[4] = {1, 1, 1, 1};
-  return d.cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, reinterpret_cast<void*>(ptr), dims,
-                                  strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const cuuint32_t box[4] = {box_c, box_r, box_d, 1};
+  return encode_tiled(map, ptr, 4, dims, strides, box, swizzle);
 }
 
 // [Note: gemm wide boxes] (kernels/mk/itypes/gemm.cuh): the slot's columns split into blocks of 64, a 5-D
 // (c % 64, r, c / 64, d, b) map whose box {64, 64, blocks, 1, 1} is `blocks` 64x64 boxes of adjacent
-// column blocks in one copy, landing as consecutive 8 KB boxes. Needs the padded last dim a multiple of 64.
+// column blocks in one copy, landing as consecutive 8 KB boxes (128-byte swizzle). Needs the padded last
+// dim a multiple of 64.
 CUresult encode_split_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t blocks) {
-  const Driver& d = driver();
   if ((ptr % 16) != 0 || p[3] % 64 != 0) return CUDA_ERROR_INVALID_VALUE;
   const cuuint64_t dims[5] = {64, cuuint64_t(p[2]), cuuint64_t(p[3] / 64), cuuint64_t(p[1]), cuuint64_t(p[0])};
   const cuuint64_t strides[4] = {cuuint64_t(p[3] * 2), 128, cuuint64_t(p[2] * p[3] * 2), cuuint64_t(p[1] * p[2] * p[3] * 2)};
-  const cuuint32_t box[5] = {64, 64, blocks, 1, 1}, estr[5] = {1, 1, 1, 1, 1};
-  return d.cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, reinterpret_cast<void*>(ptr), dims,
-                                  strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const cuuint32_t box[5] = {64, 64, blocks, 1, 1};
+  return encode_tiled(map, ptr, 5, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 }  // namespace

@@ -241,6 +241,16 @@ struct GemmT {
       for (int e = kr * 32 + lane; e < kBK * 32; e += 32) reinterpret_cast<u32*>(p + j * kBoxBytes)[e] = 0u;
   }
 
+  // One TMA load of the k-tile into full's stage; `both`: multicast into both CTAs of the cluster, same
+  // offsets, both CTAs' full barrier ([Note: gemm multicast]).
+  template <int R>
+  static __device__ __forceinline__ void load_copy(unsigned char* dst, const TensorMap* map, const i32 (&coords)[R],
+                                                   u64* full, bool both) {
+    if (!both) cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, full);
+    else cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, full,
+                                         static_cast<unsigned short>(0x3));
+  }
+
   static __device__ void load(Ctx& c) {
     const i32* idx = c.idx();
     const Dims d = dims(idx);
@@ -349,16 +359,13 @@ struct GemmT {
           row = TB ? b[2] + box * kBox : b[2] + kk * kBK;
           bd = b[1], bb = b[0];
         }
-        constexpr unsigned short kBoth = 0x3;  // multicast: into both CTAs, same offsets, both full[s]
         const bool both = mc && !is_a;
         if (w && split) {
           const i32 coords[5] = {0, row, col / kBox, bd, bb};
-          if (!both) cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s));
-          else cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s), kBoth);
+          load_copy(dst, map, coords, c.sem(kFull + s), both);
         } else {
           const i32 coords[4] = {col, row, bd, bb};
-          if (!both) cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s));
-          else cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, c.sem(kFull + s), kBoth);
+          load_copy(dst, map, coords, c.sem(kFull + s), both);
         }
       }
       if (kt == 0) mark(c, kEvFirstIssue);
