@@ -107,10 +107,6 @@
 #ifndef MK_GEMM_WIDE_BOXES
 #define MK_GEMM_WIDE_BOXES 1
 #endif
-// [Note: gemm paired stages] 1: one loader turn fills two stages (an experiment, off by default).
-#ifndef MK_GEMM_PAIR_STAGES
-#define MK_GEMM_PAIR_STAGES 0
-#endif
 // [Note: gemm wait stats] MK_GEMM_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 counts the
 // SM cycles of its mainloop (k-tile 0 landed -> the last wait) and the part of them spent waiting for a
 // full stage (k-tiles 1..), the loader's lane 0 those spent waiting for an empty stage; benchmarks/
@@ -287,7 +283,8 @@ struct GemmT {
     const bool wa = wide(sa, TA, a[3]);
     const bool wb = wide(sb, !TB, b[3]) && (!SWIGLU || wide(c.slot(c.src_slot(2)), !TB, b[3]));
     const int nbox = (d.n_cols + kBox - 1) / kBox;  // 64x64 boxes of B (and as many of B2 for SWIGLU)
-    const int ua = wa ? 2 : 1, ub = !wb ? 1 : nbox > 2 ? 4 : 2;  // 64x64 boxes per copy
+    // Multicast splits B between the ranks, so a wide B goes in 16 KB halves, one per rank.
+    const int ua = wa ? 2 : 1, ub = !wb ? 1 : nbox > 2 && !mc ? 4 : 2;  // 64x64 boxes per copy
     const int na = wa ? 1 : d.m_rows > kBox ? 2 : 1;
     const int nb = (nbox + ub - 1) / ub;  // copies of B (and as many of B2)
     // [Note: gemm copies per lane] Lane 0 waits for the stage and arms full[s]; then each copy of the
@@ -295,20 +292,10 @@ struct GemmT {
     // next nb lanes B's, the next nb B2's. One lane issuing a k-tile's 4-6 boxes one after the other
     // took ~0.15 us a box (benchmarks/probes/tma_ingest.cu, H200: a 32 KB stage of four 8 KB boxes
     // 638 ns from lane 0, 473 ns one per lane), the whole k-step of a 128 x 128 tile.
-    // [Note: gemm paired stages] Under MK_GEMM_PAIR_STAGES=1 (and no multicast) one loader turn fills
-    // the stage pair (s, s + 1) with k-tiles kt, kt + 1 (kt even): one wait, on empty[s + 1] (a consumer
-    // warp releases its stages in k-tile order, so s is free too), one arrive.expect_tx on full[s] for
-    // the bytes of both, the copies of k-tile kt + h from lanes h * per .. h * per + per - 1; consumers
-    // wait on full[s & ~1]. Halves the per-stage cost of the wait and the arming, which the loader pays
-    // in turn (benchmarks/notes.md Session 15: ~0.26 us a stage).
-    const bool pair = MK_GEMM_PAIR_STAGES && !mc;
-    const int per = na + (SWIGLU ? 2 : 1) * nb;  // copies of one k-tile
-    const int l = c.lane;
-    const int h = pair ? l / per : 0;    // the lane's k-tile of the turn (kt + h)
-    const int q = pair ? l - h * per : l;  // its copy of that k-tile
+    const int q = c.lane;  // the lane's copy of the k-tile
     const bool is_a = q < na, is_b = !is_a && q < na + nb, is_b2 = SWIGLU && !is_a && !is_b && q < na + 2 * nb;
     const int j = is_b ? q - na : q - na - nb;  // B / B2 copy
-    const bool copies = !kExpNoLoad && h < 2 &&
+    const bool copies = !kExpNoLoad &&
                         (is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank)));
     // The copy's map: wide map 0 / 3 (128 / 256 rows) for K-major, 1 / 2 (2 / 4 blocks) for MN-major.
     const bool w = is_a ? wa : wb, split = is_a ? TA : !TB, four = !is_a && ub == 4;
@@ -318,45 +305,41 @@ struct GemmT {
     const u32 stage_bytes =
         kExpNoLoad ? 0u : static_cast<u32>((na * ua + (SWIGLU ? 2 : 1) * nb * ub) * kBoxBytes);
     long long empty_wait = 0;  // [Note: gemm wait stats]
-    for (int kt = 0; kt < d.nk; kt += pair ? 2 : 1) {
+    for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
-      const bool two = pair && kt + 1 < d.nk;  // this turn fills stages s and s + 1
-      if (l == 0) {
+      if (c.lane == 0) {
         if (kt < kStages) {
           if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s));
           if (ok) ok = page_wait_lane(c, b_lid(s));
-          if (ok && two) ok = page_wait_lane(c, b_lid(s + 1));
           if (ok && mc) {  // both CTAs' stage-s pages are free before either multicasts into them
             ptx::mbarrier_arrive_cluster(c.sem(kReady + s), rank ^ 1u);
             ok = wait_lane<true>(c, c.sem(kReady + s), 0u, 3, 220 + s);
           }
         } else {
           const long long t0 = MK_GEMM_WAIT_STATS ? clock64() : 0;
-          const int se = two ? s + 1 : s;
-          ok = wait_lane(c, c.sem(kEmpty + se), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + se);
+          ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>(((kt >> 2) - 1) & 1), 3, 200 + s);
           if constexpr (MK_GEMM_WAIT_STATS) empty_wait += clock64() - t0;
         }
         if (ok)
           (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                     cuda::ptx::space_shared, c.sem(kFull + s), two ? 2 * stage_bytes : stage_bytes);
+                                                     cuda::ptx::space_shared, c.sem(kFull + s), stage_bytes);
       }
       if (!warp_ok(c, ok)) return;
-      if (copies && (h == 0 || two)) {
-        const int kk = kt + h, sk = kk & 3;  // the copy's k-tile and stage
+      if (copies) {
         // Coordinates (column, row, d, b) on the backing: K along the columns unless transposed; a split
         // map's are (column % 64 = 0, row, column / 64, d, b).
         unsigned char* dst;
         i32 col, row, bd, bb;
         if (is_a) {
-          dst = c.page(a_lid(sk)) + a_offset(sk) + q * kBoxBytes;
-          col = TA ? a[3] + q * kBox : a[3] + kk * kBK;
-          row = TA ? a[2] + kk * kBK : a[2] + q * kBox;
+          dst = c.page(a_lid(s)) + a_offset(s) + q * kBoxBytes;
+          col = TA ? a[3] + q * kBox : a[3] + kt * kBK;
+          row = TA ? a[2] + kt * kBK : a[2] + q * kBox;
           bd = a[1], bb = a[0];
         } else {
           const int box = j * ub;  // first 64x64 box of the copy
-          dst = c.page(b_lid(sk)) + (is_b2 ? 2 + box : box) * kBoxBytes;
-          col = TB ? b[3] + kk * kBK : b[3] + box * kBox;
-          row = TB ? b[2] + box * kBox : b[2] + kk * kBK;
+          dst = c.page(b_lid(s)) + (is_b2 ? 2 + box : box) * kBoxBytes;
+          col = TB ? b[3] + kt * kBK : b[3] + box * kBox;
+          row = TB ? b[2] + box * kBox : b[2] + kt * kBK;
           bd = b[1], bb = b[0];
         }
         const bool both = mc && !is_a;
@@ -375,7 +358,7 @@ struct GemmT {
 
     if (needs_fix(c, d)) {  // zero K [kr, 64) of the last k-tile's A and B tiles
       const int s = d.last, kr = d.K - (d.nk - 1) * kBK;
-      if (!wait(c, c.sem(kFull + (pair ? s & ~1 : s)), static_cast<u32>(((d.nk - 1) >> 2) & 1))) return;
+      if (!wait(c, c.sem(kFull + s), static_cast<u32>(((d.nk - 1) >> 2) & 1))) return;
       unsigned char* pa = c.page(a_lid(s)) + a_offset(s);
       if (TA) zero_k_rows(pa, 2, kr, c.lane);
       else zero_k_cols(pa, kBM, kr, c.lane);
@@ -478,7 +461,6 @@ struct GemmT {
     const bool active = wg * kBox < d.m_rows;  // warpgroup 1 stores nothing for m_rows <= 64
     const bool fix = needs_fix(c, d);
     const bool mc = multicast(d);
-    const bool pair = MK_GEMM_PAIR_STAGES && !mc;  // [Note: gemm paired stages]
     float acc[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
@@ -491,7 +473,7 @@ struct GemmT {
       const int s = kt & 3;
       const bool last_fixed = kt == d.nk - 1 && fix;
       const u32 parity = last_fixed ? 0u : static_cast<u32>((kt >> 2) & 1);
-      const int sem = last_fixed ? kFixed : kFull + (pair ? s & ~1 : s);  // [Note: gemm paired stages]
+      const int sem = last_fixed ? kFixed : kFull + s;
       const long long t0 = MK_GEMM_WAIT_STATS ? clock64() : 0;
       if (!mma_wait(c, c.sem(sem), parity, sem)) return;
       if constexpr (MK_GEMM_WAIT_STATS) {  // [Note: gemm wait stats]
