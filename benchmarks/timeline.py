@@ -120,6 +120,7 @@ def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
         tail(real, g, closing, t0)
     launch_cost(t, t0, int(real[:, STORE_END].max()), ms)
     wait_stats(real)
+    turns(real)
 
 
 def wait_stats(real: torch.Tensor) -> None:
@@ -136,6 +137,28 @@ def wait_stats(real: torch.Tensor) -> None:
     print(f"    waits: consumer 0 on full {q(full, .5):.3f}/{q(full, .9):.3f}, loader on empty "
           f"{q(empty, .5):.3f}/{q(empty, .9):.3f} of the mainloop's {q(loop, .5):.0f} cycles "
           f"(SM clock {q(ghz, .5):.2f} GHz)", flush=True)
+
+
+def turns(real: torch.Tensor) -> None:
+    """Gemm: the turn from one instruction to the next on an SM (consecutive by compute begin), median / p90
+    in us: `turn` the last wgmma of i done -> consumer 0 saw k-tile 0 of i + 1 land (the tensor core's idle
+    time between tiles), of which `epilogue` (i's) and `dispatch` (consumer 0 done with i -> began i + 1);
+    `lead` how long before i's last wgmma the loader issued i + 1's k-tile 0 (negative: after), and the
+    loader's path to it, `inputs` (i + 1's barrier waits) and `pages` (inputs ready -> k-tile 0 issued)."""
+    r = real[(real[:, FIRST_FULL] > 0) & (real[:, FIRST_ISSUE] > 0) & (real[:, MAINLOOP_END] > 0)]
+    pairs = []
+    for sm in r[:, SM].unique():
+        x = r[r[:, SM] == sm]
+        x = x[x[:, COMP_BEGIN].argsort()]
+        if x.shape[0] > 1:
+            pairs.append((x[:-1], x[1:]))
+    if not pairs:
+        return
+    a, b = torch.cat([p[0] for p in pairs]), torch.cat([p[1] for p in pairs])
+    parts = {"turn": b[:, FIRST_FULL] - a[:, MAINLOOP_END], "epilogue": a[:, COMP_END] - a[:, MAINLOOP_END],
+             "dispatch": b[:, COMP_BEGIN] - a[:, COMP_END], "lead": a[:, MAINLOOP_END] - b[:, FIRST_ISSUE],
+             "inputs": b[:, INPUTS] - b[:, LOAD_BEGIN], "pages": b[:, FIRST_ISSUE] - b[:, INPUTS]}
+    print("    turn: " + " | ".join(f"{k} {pct(v, .5):.2f}/{pct(v, .9):.2f}" for k, v in parts.items()), flush=True)
 
 
 def launch_cost(t: torch.Tensor, t0: int, end: int, ms: float) -> None:

@@ -56,12 +56,12 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #define MK_GEMM_MULTICAST 0
 #endif
 // Gemm consumers hand a stage back as soon as its own wgmma completes (wait_group 0) instead of after
-// the next k-tile's wgmma is issued (wait_group 1): one more stage in flight, no overlap of consecutive
-// wgmma groups. 1: tiles of <= 128 columns only, 2: every tile, 0 (default): never. An experiment for
-// the latency-bound small tiles (benchmarks/notes.md "Session 8": 0.64 us per 128x128x64 step); not
-// measured yet.
+// the next k-tile's wgmma is issued (wait_group 1): one more stage in flight; the other warpgroup's
+// wgmma keeps the tensor core busy meanwhile. 2 (default): every tile, 1: tiles of <= 128 columns only,
+// 0: never. H200, 2026-12-02 (benchmarks/notes.md Session 17): consumer 0's full-stage waits 43 -> 15% of
+// the k132 mainloop, 8192^3 0.89-0.93 -> 0.92-0.94x cuBLAS, 4096^3 0.88 -> 0.89.
 #ifndef MK_GEMM_EARLY_RELEASE
-#define MK_GEMM_EARLY_RELEASE 0
+#define MK_GEMM_EARLY_RELEASE 2
 #endif
 #ifndef MK_OTHER_REGS
 #define MK_OTHER_REGS 72
