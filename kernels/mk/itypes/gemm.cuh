@@ -599,8 +599,14 @@ struct GemmT {
       const i32* o = idx + kD;
       const int nb = (d.n_cols + kBox - 1) / kBox;
       // Box j of each row half from lane j ([Note: gemm copies per lane]); each lane commits its own.
+      // [Note: gemm epilogue page order] Warpgroup 1's half first, and its page (the last stage's B page)
+      // released as soon as its stores have read it: the next instruction renames that page to its
+      // k-tile 3's B (lid_release_order ranks it 5th), which cannot load before; warpgroup 0's page (the
+      // epilogue page, ranked last) is the next instruction's own epilogue page, needed only at its end.
       const TensorMap* dmap = c.lane < nb ? c.xmap_lane(ds) : nullptr;
-      for (int wg = 0; wg < 2 && wg * kBox < d.m_rows; ++wg) {
+      const bool two = kBox < d.m_rows;  // warpgroup 1 has rows
+      for (int h = 0; h < (two ? 2 : 1); ++h) {
+        const int wg = two ? 1 - h : 0;
         if (!wait(c, c.sem(kStaged + wg), 0)) return;
         if (c.lane < nb) {
           unsigned char* src = wg == 0 ? c.page(kEpiLid) : c.page(b_lid(d.last));
@@ -610,16 +616,25 @@ struct GemmT {
           cuda::ptx::cp_async_bulk_commit_group();
         }
       }
-      cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // this lane's stores read the pages
-      __syncwarp();
+      // Each page is released once waited (a page no warpgroup wrote, m_rows <= 64 or K = 0, too: its
+      // writer's wait is then the loader's or none) and once the stores reading it are done.
       bool ok = true;
+      if (two) {
+        cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});  // warpgroup 1's stores read
+        __syncwarp();
+        if (c.lane == 0) {
+          ok = page_wait_lane(c, b_lid(d.last));
+          if (ok) page_finish(c, b_lid(d.last));
+        }
+        if (!warp_ok(c, ok)) return;
+      }
+      cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+      __syncwarp();
       if (c.lane == 0) {
-        // Both epilogue pages were waited by their writers (or the loader); wait again so that a page
-        // no warpgroup wrote (m_rows <= 64, K = 0) is still released exactly once after its wait.
-        ok = page_wait_lane(c, kEpiLid) && page_wait_lane(c, b_lid(d.last));
+        ok = page_wait_lane(c, kEpiLid) && (two || page_wait_lane(c, b_lid(d.last)));
         if (ok) {
           page_finish(c, kEpiLid);
-          page_finish(c, b_lid(d.last));
+          if (!two) page_finish(c, b_lid(d.last));
         }
       }
       if (!warp_ok(c, ok)) return;
