@@ -36,10 +36,18 @@ struct InitSemaphoresFn {
       for (int i = 0; i < n; ++i) cuda::ptx::mbarrier_init(&st->sems[i], Op::semaphore_count(i));
   }
 };
+// Runs the role of the instruction if it is this warp's ([Note: two loaders]), between its timeline marks
+// (consumer warp 0 and warpgroup 2 only).
 template <class Role>
 struct RunRoleFn {
   Ctx* c;
-  template <class Op> __device__ __forceinline__ void operator()() { Role::template run<Op>(*c); }
+  template <class Op> __device__ __forceinline__ void operator()() {
+    if (!Role::template mine<Op>(*c)) return;
+    const bool marks = c->warp == 0 || c->warp >= kConsumerWarps;
+    if (marks) mark(*c, Role::begin);
+    Role::template run<Op>(*c);
+    if (marks && !c->aborted) mark(*c, Role::end);
+  }
 };
 
 // [Note: cluster page renaming] Under clusters of 2 both CTAs run instructions of the same node at the
@@ -199,12 +207,9 @@ __device__ void worker(Ctx& c) {
     if (c.st->index < 0) break;
     c.index = c.st->index;
     c.finished_early = false;
-    const bool marks = Role::begin >= 0 && (c.warp == 0 || c.warp >= kConsumerWarps);
-    if (marks) mark(c, Role::begin);
     RunRoleFn<Role> f{&c};
     V::visit(c.icode(), f);
     if (c.aborted) break;
-    if (marks) mark(c, Role::end);
     __syncwarp();
     if (c.lane == 0 && !c.finished_early) arrive(&sh.inst_finished[s]);
   }
@@ -253,9 +258,8 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
   } else {
     if constexpr (MK_CONSUMER_REGS > 0) ptx::setmaxnreg_dec<MK_OTHER_REGS>();
     if (warp == kControllerWarp) controller<V>(c);
-    else if (warp == kLoaderWarp) worker<V, LoaderRole>(c);
     else if (warp == kStorerWarp) worker<V, StorerRole>(c);
-    else worker<V, SpareRole>(c);
+    else worker<V, LoaderRole>(c);  // the loader and the spare warp ([Note: two loaders])
   }
 
   // Neither CTA's shared memory may go away while its peer can still address it.

@@ -1,6 +1,6 @@
 // The persistent interpreter (seed §08-§11 on Hopper, DESIGN §6). One CTA per SM, 384 threads:
-// warps 0-7 consumers, 8 controller, 9 loader, 10 storer, 11 spare. Two instruction stages, seven
-// 32 KB pages renamed through lid_release_order, per-instruction mbarriers, global counters with
+// warps 0-7 consumers, 8 controller, 9 loader, 10 storer, 11 spare (the Gemm's second loader, [Note: two
+// loaders]). Two instruction stages, seven 32 KB pages renamed through lid_release_order, per-instruction mbarriers, global counters with
 // epoch-scaled targets, and a %globaltimer watchdog on every spin loop.
 //
 // Before including this header the generated source defines MK_CLUSTER_SIZE, MK_NUM_SLOTS,
@@ -232,9 +232,10 @@ struct Ctx {
 #if MK_MAPS_IN_GLOBAL
     const TensorMap* m = reinterpret_cast<const TensorMap*>(g->c.maps) + i;
     u32& word = sh->map_fenced[warp == kLoaderWarp ? 0 : 1][i / 32];
-    if (lane == 0 && !(word & (1u << (i % 32)))) {
+    // The second loader ([Note: two loaders]) keeps no bitmask: it fences on every call.
+    if (lane == 0 && (warp == kSpareWarp || !(word & (1u << (i % 32))))) {
       cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys, m, cuda::ptx::n32_t<128>{});
-      word |= 1u << (i % 32);
+      if (warp != kSpareWarp) word |= 1u << (i % 32);
     }
     return m;
 #else
@@ -516,21 +517,35 @@ __device__ __forceinline__ bool release_unused(Ctx& c, int first, int last = kNu
 //   static void load(Ctx&); static void compute(Ctx&); static void store(Ctx&);
 struct ControllerRole {};
 // begin/end: the role's [Note: timeline] events (-1: none; consumers: warp 0 only).
+// [Note: two loaders] An IType with `kTwoLoaders = true` (the Gemm) has its odd iterations loaded by the
+// spare warp, its even ones by the loader warp: the next instruction's loader waits for its inputs,
+// fences its tile maps and issues its first k-tiles while this one's loader still issues the last ones
+// (timeline gemm4k: the loader began the next Gemm ~0.6 us before the mainloop ended and took ~2.9 us to
+// its first copy, the tensor core idle ~4 us a tile; benchmarks/notes.md Session 17). Every other IType
+// keeps one loader warp (the RMSNorm loader's resident weight needs consecutive iterations).
+// MK_TWO_LOADERS=0: the loader warp loads everything.
+#ifndef MK_TWO_LOADERS
+#define MK_TWO_LOADERS 1
+#endif
+template <class Op>
+constexpr bool kTwoLoaders = MK_TWO_LOADERS && requires { requires Op::kTwoLoaders; };
 struct LoaderRole {
   static constexpr int begin = kEvLoadBegin, end = kEvLoadEnd;
+  // Whether this warp (loader or spare) loads the current instruction.
+  template <class Op> static __device__ __forceinline__ bool mine(const Ctx& c) {
+    return (kTwoLoaders<Op> && (c.iter & 1)) == (c.warp == kSpareWarp);
+  }
   template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::load(c); }
 };
 struct ConsumerRole {
   static constexpr int begin = kEvComputeBegin, end = kEvComputeEnd;
+  template <class Op> static __device__ __forceinline__ bool mine(const Ctx&) { return true; }
   template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::compute(c); }
 };
 struct StorerRole {
   static constexpr int begin = kEvStoreBegin, end = kEvStoreEnd;
+  template <class Op> static __device__ __forceinline__ bool mine(const Ctx&) { return true; }
   template <class Op> static __device__ __forceinline__ void run(Ctx& c) { Op::store(c); }
-};
-struct SpareRole {
-  static constexpr int begin = -1, end = -1;
-  template <class Op> static __device__ __forceinline__ void run(Ctx&) {}
 };
 
 }  // namespace mk

@@ -136,6 +136,7 @@ struct GemmT {
   static_assert(!kUnaryHasK<ACT>, "an activation without a constant");
   static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
   static constexpr int kEpiLid = 6;
+  static constexpr bool kTwoLoaders = true;  // [Note: two loaders] (kernels/mk/vm.cuh)
   // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows(+pair) n_cols K
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
