@@ -1,7 +1,7 @@
 // The persistent interpreter (seed §08-§11 on Hopper, DESIGN §6). One CTA per SM, 384 threads:
 // warps 0-7 consumers, 8 controller, 9 loader, 10 storer, 11 spare (the Gemm's second loader, [Note: two
-// loaders]). Two instruction stages, seven 32 KB pages renamed through lid_release_order, per-instruction mbarriers, global counters with
-// epoch-scaled targets, and a %globaltimer watchdog on every spin loop.
+// loaders]). Two instruction stages, seven 32 KB pages renamed through lid_release_order, per-instruction
+// mbarriers, global counters with epoch-scaled targets, and a %globaltimer watchdog on every spin loop.
 //
 // Before including this header the generated source defines MK_CLUSTER_SIZE, MK_NUM_SLOTS,
 // MK_NUM_XMAPS (the number of 128B-swizzled 64x64 tile maps of the slots that a Gemm or an

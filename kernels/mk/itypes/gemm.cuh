@@ -4,20 +4,22 @@
 // when 256-wide tiles would leave SMs idle, or a ragged last tile) runs m64n128k16 instead.
 //
 // Roles.
-// - Loader (warp 9): TMA k-tiles into a 4-stage ring; stage s = A 128x64 (16 KB, two 64x64 boxes) +
-//   B 64x256 (32 KB, four 64x64 boxes), full[s] (TMA bytes) / empty[s] (8 consumer warps). Lane 0 waits
-//   for a stage and arms full[s], a lane per copy issues it ([Note: gemm copies per lane]); an operand's
-//   boxes go in one copy where its slot has the wide maps ([Note: gemm wide boxes]). Once every k-tile
-//   is issued it moves on to the next instruction's loads.
+// - Loader (warp 9; warp 11 on odd iterations, [Note: two loaders]): TMA k-tiles into a 4-stage ring;
+//   stage s = A 128x64 (16 KB, two 64x64 boxes) + B 64x256 (32 KB, four 64x64 boxes), full[s] (TMA
+//   bytes) / empty[s] (8 consumer warps). Lane 0 waits for a stage and arms full[s], a lane per copy
+//   issues it ([Note: gemm copies per lane]); an operand's boxes go in one copy where its slot has the
+//   wide maps ([Note: gemm wide boxes]). Once every k-tile is issued it moves on to its next
+//   instruction's loads; the other loader warp meanwhile sets up the next Gemm.
 // - Consumers (warps 0-7): warpgroup wg owns rows 64wg..64wg+63 x 256 columns = 128 fp32 registers
-//   per thread; per k-tile four m64n256k16 wgmma (A and B from shared memory, 128-byte swizzle), one
-//   k-tile in flight (wait_group 1) before the previous stage is handed back. Epilogue: bf16 into a
+//   per thread; per k-tile four m64n256k16 wgmma (A and B from shared memory, 128-byte swizzle), the
+//   stage handed back once they completed (wait_group 0; MK_GEMM_EARLY_RELEASE in vm.cuh: the other
+//   warpgroup's wgmma keep the tensor core busy meanwhile). Epilogue: bf16 into a
 //   page in the TMA store layout (64x64 boxes, 128-byte swizzle), proxy fence, staged[wg].
 // - Storer (warp 10): drain (frees each stage's pages once its last k-tile is consumed: the next
 //   instruction's first loads land there during this one's tail), reuse barriers, TMA-stores the
-//   staged boxes (clipped by TMA at the tensor's
-//   edges), frees the epilogue pages once the stores have read them, then store_done (global barrier
-//   arrive after the writes complete).
+//   staged boxes (clipped by TMA at the tensor's edges), frees each epilogue page once its stores have
+//   read it ([Note: gemm epilogue page order]), then store_done (global barrier arrive after the writes
+//   complete).
 //
 // [Note: gemm pages] lid 0 = A of stages 0 and 1, lids 1, 2 = B of stages 0, 1, lid 3 = A of stages
 // 2 and 3, lids 4, 5 = B of stages 2, 3, lid 6 = epilogue of warpgroup 0. Warpgroup 1 stages its
