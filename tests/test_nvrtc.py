@@ -149,13 +149,14 @@ def test_gemm_source_compiles_without_spills(case, cluster):
 # CASES) they must compile.
 EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
     [("MK_GEMM_MULTICAST", c, 2) for c in ("mlp_1024", "flag_mix")] + \
-    [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")]
+    [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")] + \
+    [("MK_GEMM_DRAIN_ARMED", c, k) for c, k in (("mlp_1024", 1), ("flag_mix", 1), ("mlp_1024", 2))]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
 def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>=1: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
-    of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA."""
+    of 2), [Note: gemm armed drain], the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA."""
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{define}=1")
     fn, shapes = {**CASES, **GEMM_CASES}[case]
     src, cubin, log = _compile(program_for(fn, shapes, cluster_size=cluster))
