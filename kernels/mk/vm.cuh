@@ -515,8 +515,8 @@ __device__ __forceinline__ bool release_unused(Ctx& c, int first, int last = kNu
 //   static constexpr int num_semaphores; static int semaphore_count(int i);
 //   static int lid_release_order(int query, const i32* inst);
 //   static void load(Ctx&); static void compute(Ctx&); static void store(Ctx&);
+// and optionally static constexpr bool kTwoLoaders ([Note: two loaders]).
 struct ControllerRole {};
-// begin/end: the role's [Note: timeline] events (-1: none; consumers: warp 0 only).
 // [Note: two loaders] An IType with `kTwoLoaders = true` (the Gemm) has its odd iterations loaded by the
 // spare warp, its even ones by the loader warp: the next instruction's loader waits for its inputs,
 // fences its tile maps and issues its first k-tiles while this one's loader still issues the last ones
@@ -529,9 +529,10 @@ struct ControllerRole {};
 #endif
 template <class Op>
 constexpr bool kTwoLoaders = MK_TWO_LOADERS && requires { requires Op::kTwoLoaders; };
+// begin/end: the role's [Note: timeline] events (consumers: warp 0 only); mine: whether this warp runs
+// the role of the current instruction.
 struct LoaderRole {
   static constexpr int begin = kEvLoadBegin, end = kEvLoadEnd;
-  // Whether this warp (loader or spare) loads the current instruction.
   template <class Op> static __device__ __forceinline__ bool mine(const Ctx& c) {
     return (kTwoLoaders<Op> && (c.iter & 1)) == (c.warp == kSpareWarp);
   }
