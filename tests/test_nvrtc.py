@@ -150,15 +150,20 @@ def test_gemm_source_compiles_without_spills(case, cluster):
 EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
     [("MK_GEMM_MULTICAST", c, 2) for c in ("mlp_1024", "flag_mix")] + \
     [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")] + \
-    [("MK_GEMM_DRAIN_ARMED", c, k) for c, k in (("mlp_1024", 1), ("flag_mix", 1), ("mlp_1024", 2))]
+    [("MK_GEMM_DRAIN_ARMED", c, k) for c, k in (("mlp_1024", 1), ("flag_mix", 1), ("mlp_1024", 2))] + \
+    [("MK_ATTN_TWO_LOADERS", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
 def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>=1: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
-    of 2), [Note: gemm armed drain], the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA."""
+    of 2), [Note: gemm armed drain], the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention's
+    two loaders (MK_ATTN_TWO_LOADERS)."""
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{define}=1")
-    fn, shapes = {**CASES, **GEMM_CASES}[case]
+    table = {**CASES, **GEMM_CASES, **ATTN_CASES}
+    if case not in table:
+        pytest.skip(f"case {case} did not build here (ATTN_CASES needs tests/test_gpu_attention.py)")
+    fn, shapes = table[case]
     src, cubin, log = _compile(program_for(fn, shapes, cluster_size=cluster))
     assert len(cubin) > 0 and f"#define {define} 1" in src
     if "megakittens_kernel" not in log:

@@ -58,6 +58,12 @@
 #ifndef MK_ATTN_PINGPONG  // 0: the warpgroups issue independently
 #define MK_ATTN_PINGPONG 1
 #endif
+// 1: [Note: two loaders] (mk/vm.cuh) for Attention too, an experiment, off by default: this loader
+// drains its stages (waits for the last blocks to be consumed) before it can begin the next
+// instruction, so the next Q and first K / V blocks are issued only after this one's mainloop.
+#ifndef MK_ATTN_TWO_LOADERS
+#define MK_ATTN_TWO_LOADERS 0
+#endif
 
 namespace mk {
 
@@ -71,6 +77,7 @@ struct Attention {
   static constexpr int kBM = 128;
   static constexpr float kNegInf = -cuda::std::numeric_limits<float>::infinity();
   static constexpr int kMaxStages = 6;
+  static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
   // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), empty[6] (8 consumer warps), staged[2] and
   // turn[2] (the 4 warps of a warpgroup).
   static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmpty = kFullV + kMaxStages,
