@@ -304,11 +304,10 @@ struct GemmT {
     // next nb lanes B's, the next nb B2's. One lane issuing a k-tile's 4-6 boxes one after the other
     // took ~0.15 us a box (benchmarks/probes/tma_ingest.cu, H200: a 32 KB stage of four 8 KB boxes
     // 638 ns from lane 0, 473 ns one per lane), the whole k-step of a 128 x 128 tile.
-    const int q = c.lane;  // the lane's copy of the k-tile
-    const bool is_a = q < na, is_b = !is_a && q < na + nb, is_b2 = SWIGLU && !is_a && !is_b && q < na + 2 * nb;
-    const int j = is_b ? q - na : q - na - nb;  // B / B2 copy
-    const bool copies = !kExpNoLoad &&
-                        (is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank)));
+    const int l = c.lane;
+    const bool is_a = l < na, is_b = !is_a && l < na + nb, is_b2 = SWIGLU && !is_a && !is_b && l < na + 2 * nb;
+    const int j = is_b ? l - na : l - na - nb;  // B / B2 copy
+    const bool copies = !kExpNoLoad && (is_a || ((is_b || is_b2) && (!mc || static_cast<u32>(j & 1) == rank)));
     // The copy's map: wide map 0 / 3 (128 / 256 rows) for K-major, 1 / 2 (2 / 4 blocks) for MN-major.
     const bool w = is_a ? wa : wb, split = is_a ? TA : !TB, four = !is_a && ub == 4;
     const int ms = c.src_slot(is_a ? 0 : is_b2 ? 2 : 1);
@@ -319,7 +318,7 @@ struct GemmT {
     long long empty_wait = 0;  // [Note: gemm wait stats]
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
-      if (c.lane == 0) {
+      if (l == 0) {
         if (kt < kStages) {
           if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s));
           if (ok) ok = page_wait_lane(c, b_lid(s));
@@ -346,9 +345,9 @@ struct GemmT {
         unsigned char* dst;
         i32 col, row, bd, bb;
         if (is_a) {
-          dst = c.page(a_lid(s)) + a_offset(s) + q * kBoxBytes;
-          col = TA ? a[3] + q * kBox : a[3] + kt * kBK;
-          row = TA ? a[2] + kt * kBK : a[2] + q * kBox;
+          dst = c.page(a_lid(s)) + a_offset(s) + l * kBoxBytes;
+          col = TA ? a[3] + l * kBox : a[3] + kt * kBK;
+          row = TA ? a[2] + kt * kBK : a[2] + l * kBox;
           bd = a[1], bb = a[0];
         } else {
           const int box = j * ub;  // first 64x64 box of the copy
