@@ -45,7 +45,7 @@ def report(name, program, slots, options):
     from common import bench
     print(f"{name}: kernel {bench(lambda: gpu.run_program_gpu(program, slots, options=options), iters=20):.3f} ms "
           "(median of 20 launches, timeline off)", flush=True)
-    t = torch.zeros(n, 16, dtype=torch.int64, device="cuda")
+    t = torch.zeros(n, gpu.TIMELINE_WORDS, dtype=torch.int64, device="cuda")
     gpu.run_program_gpu(program, slots, options=options, timeline=t)
     torch.cuda.synchronize()
     t = t.cpu()

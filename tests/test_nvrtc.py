@@ -145,26 +145,26 @@ def test_gemm_source_compiles_without_spills(case, cluster):
     assert "serialized" not in log, log
 
 
-# Experiment switches of the device bodies (MEGAKITTENS_DEFINES, off by default) and the cases (GEMM_CASES,
-# CASES) they must compile.
+# Experiment switches of the device bodies (MEGAKITTENS_DEFINES "NAME" for NAME=1, or "NAME=value"; the
+# default build is the other value) and the cases (GEMM_CASES, CASES, ATTN_CASES) they must compile.
 EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
     [("MK_GEMM_MULTICAST", c, 2) for c in ("mlp_1024", "flag_mix")] + \
     [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")] + \
-    [("MK_GEMM_DRAIN_ARMED", c, k) for c, k in (("mlp_1024", 1), ("flag_mix", 1), ("mlp_1024", 2))] + \
-    [("MK_ATTN_TWO_LOADERS", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))]
+    [("MK_ATTN_TWO_LOADERS=0", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
 def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
-    """MEGAKITTENS_DEFINES=<define>=1: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
-    of 2), [Note: gemm armed drain], the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention's
-    two loaders (MK_ATTN_TWO_LOADERS)."""
-    monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{define}=1")
+    """MEGAKITTENS_DEFINES=<define>: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
+    of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
+    (MK_ATTN_TWO_LOADERS=0)."""
+    name, _, value = define.partition("=")
+    monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{name}={value or 1}")
     if define.startswith("MK_ATTN_") and not ATTN_CASES:
         pytest.skip("the attention cases did not build here (ATTN_CASES needs tests/test_gpu_attention.py)")
     fn, shapes = {**CASES, **GEMM_CASES, **ATTN_CASES}[case]
     src, cubin, log = _compile(program_for(fn, shapes, cluster_size=cluster))
-    assert len(cubin) > 0 and f"#define {define} 1" in src
+    assert len(cubin) > 0 and f"#define {name} {value or 1}" in src
     if "megakittens_kernel" not in log:
         pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]

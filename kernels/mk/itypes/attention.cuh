@@ -58,11 +58,12 @@
 #ifndef MK_ATTN_PINGPONG  // 0: the warpgroups issue independently
 #define MK_ATTN_PINGPONG 1
 #endif
-// 1: [Note: two loaders] (mk/vm.cuh) for Attention too, an experiment, off by default: this loader
-// drains its stages (waits for the last blocks to be consumed) before it can begin the next
-// instruction, so the next Q and first K / V blocks are issued only after this one's mainloop.
+// [Note: two loaders] (mk/vm.cuh) for Attention too: this loader drains its stages (waits for the last
+// blocks to be consumed) before it can begin the next instruction, so with one loader the next Q and
+// first K / V blocks went out only after this one's mainloop. H200, 2026-12-03: HF 8B 4 layers 8.11 ->
+// 7.71 ms, 1B 16 layers 6.89 -> 6.79 ms (benchmarks/notes.md Session 19). 0: one loader warp.
 #ifndef MK_ATTN_TWO_LOADERS
-#define MK_ATTN_TWO_LOADERS 0
+#define MK_ATTN_TWO_LOADERS 1
 #endif
 
 namespace mk {

@@ -116,14 +116,6 @@
 #ifndef MK_GEMM_WAIT_STATS
 #define MK_GEMM_WAIT_STATS 0
 #endif
-// [Note: gemm armed drain] MK_GEMM_DRAIN_ARMED=1 (an experiment, off by default; benchmarks/notes.md
-// Session 17): the storer's drain waits, per stage, for armed[s] (the loader passed its empty wait for
-// the last k-tile using stage s, so empty[s] is within one phase of it) instead of `issued` (every
-// k-tile issued): the stage pages free as their last k-tile is consumed, not once the loader, which TMA
-// back-pressure holds back, has issued the last copy; the next instruction's first k-tiles load there.
-#ifndef MK_GEMM_DRAIN_ARMED
-#define MK_GEMM_DRAIN_ARMED 0
-#endif
 // Experiments (benchmarks/notes.md Session 16), timing only, results wrong: MK_EXP_GEMM_NO_LOAD: the
 // loader arms each stage without copying (the consumers multiply stale shared memory); MK_EXP_GEMM_NO_MMA:
 // the consumers wait for and release each stage without multiplying.
@@ -153,9 +145,8 @@ struct GemmT {
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
   // (the 4 warps of a warpgroup wrote their epilogue), issued (the loader issued every k-tile).
   // ready[4] (the peer's stage page is free, [Note: gemm multicast]).
-  // armed[4] ([Note: gemm armed drain]).
-  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12, kArmed = 16;
-  static constexpr int num_semaphores = MK_GEMM_DRAIN_ARMED ? 20 : 16;
+  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12;
+  static constexpr int num_semaphores = 16;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmpty && i < kFixed) ? kConsumerWarps * kClusterSize : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
@@ -334,9 +325,6 @@ struct GemmT {
         if (ok)
           (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
                                                      cuda::ptx::space_shared, c.sem(kFull + s), stage_bytes);
-#if MK_GEMM_DRAIN_ARMED
-        if (ok && kt >= d.nk - kStages) arrive(c.sem(kArmed + s));  // [Note: gemm armed drain]
-#endif
       }
       if (!warp_ok(c, ok)) return;
       if (copies) {
@@ -389,14 +377,9 @@ struct GemmT {
   // page), so the next instruction's loads start while this one finishes its mainloop and epilogue.
   // After `issued` each empty[s] is at most one phase behind its last use, so the parity waits are exact.
   static __device__ bool drain(Ctx& c, const Dims& d) {
-#if !MK_GEMM_DRAIN_ARMED
     if (!wait_lane(c, c.sem(kIssued), 0, 3, 211)) return false;
-#endif
     for (int kt = d.nk > kStages ? d.nk - kStages : 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
-#if MK_GEMM_DRAIN_ARMED
-      if (!wait_lane(c, c.sem(kArmed + s), 0, 3, 212 + s)) return false;  // [Note: gemm armed drain]
-#endif
       if (!wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s)) return false;
       if (s != d.last) page_finish(c, b_lid(s));
       if (last_use(s ^ 1, d.nk) < kt) page_finish(c, a_lid(s));
