@@ -26,6 +26,10 @@ def _mm(a, b):
     return a @ b
 
 
+def _mm_nt(a, w):
+    return a @ w.t()
+
+
 def _rel(out, ref):
     out, ref = out.float(), ref.float()
     return ((out - ref).norm() / ref.norm()).item()
@@ -38,23 +42,27 @@ def suite_gemm(env):
     shapes = GEMM_SHAPES
     if os.environ.get("MK_GEMM_SHAPES"):
         shapes = [tuple(int(v) for v in s.split("x")) for s in os.environ["MK_GEMM_SHAPES"].split(",")]
+    # MK_GEMM_NT=1: B as nn.Linear's weight, (N, K) read transposed (x @ W.T: the Gemm flag tb, every
+    # model Gemm's layout), torch.mm(a, w.t()) for cuBLAS.
+    nt = os.environ.get("MK_GEMM_NT") == "1"
     for (M, N, K) in shapes:
         a = torch.randn(M, K, dtype=BF16, device="cuda")
-        b = torch.randn(K, N, dtype=BF16, device="cuda")
+        b = torch.randn(N, K, dtype=BF16, device="cuda") if nt else torch.randn(K, N, dtype=BF16, device="cuda")
+        mm, fn = (lambda: torch.mm(a, b.t())) if nt else (lambda: torch.mm(a, b)), _mm_nt if nt else _mm
         flops = 2.0 * M * N * K
         iters = 50 if flops < 1e11 else 20
-        ref = torch.mm(a, b)
+        ref = mm()
         # Device time for both (bench's device_only: the host's launch latency is not the GEMM's), and the
         # same with the launch as a call sees it (the GPU idle before) as extra fields.
-        cublas_ms = bench(lambda: torch.mm(a, b), iters=iters, device_only=True)
-        cublas_call_ms = bench(lambda: torch.mm(a, b), iters=iters)
+        cublas_ms = bench(mm, iters=iters, device_only=True)
+        cublas_call_ms = bench(mm, iters=iters)
         for cluster, mode in configs:
-            p = program_for(_mm, [a, b], cluster_size=cluster, name=f"gemm_{M}x{N}x{K}_c{cluster}")
+            p = program_for(fn, [a, b], cluster_size=cluster, name=f"gemm_{M}x{N}x{K}_c{cluster}")
             runner = MkRunner(p, [a, b], {"global_work_queue": mode == "global"})
             mk_ms = bench(runner, iters=iters, device_only=True)
             mk_call_ms = bench(runner, iters=iters)
             err = _rel(runner.outputs()[0], ref)
-            rows.append(row("gemm", f"{M}x{N}x{K} (MxNxK) cluster {cluster} {mode}", "throughput", "TFLOP/s",
+            rows.append(row("gemm", f"{M}x{N}x{K} (MxNxK){' B^T' if nt else ''} cluster {cluster} {mode}", "throughput", "TFLOP/s",
                             flops / mk_ms / 1e9, {"cublas": flops / cublas_ms / 1e9}, env, mk_ms=mk_ms,
                             cublas_ms=cublas_ms, mk_call_ms=mk_call_ms, cublas_call_ms=cublas_call_ms,
                             rel_err_vs_cublas=err, instructions=p.num_instructions))

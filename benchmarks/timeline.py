@@ -16,7 +16,9 @@ Phases (events in launch order of one instruction):
   epilogue  Gemm: last wgmma done -> consumer 0 done (bias wait, conversion, page stores), in two parts:
   epi_wait  Gemm: last wgmma done -> consumer 0 has its epilogue page and its bias inputs
   epi_body  Gemm: the rest (bias loads, activation, rounding, page stores)
-Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), chain (20 ops, 1024x1024), gemm4k, gemm8k, mlp512 and mlp1024 (the
+Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), chain (20 ops, 1024x1024), gemm4k, gemm8k
+(gemm4k_nt, k132_nt: B as nn.Linear's (N, K) weight; o8b, swiglu8b: the 8B o projection + residual and SwiGLU at
+2048 tokens), mlp512 and mlp1024 (the
 seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one
 column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM) and k132 (132 wide tiles,
 K 16384: the step with every SM loading).
@@ -68,6 +70,14 @@ def cases():
         "chain": (chain20, [r(1024, 1024) * 0.1, r(1024, 1024) * 0.1]),
         "gemm4k": (lambda a, b: a @ b, [r(4096, 4096), r(4096, 4096)]),
         "gemm8k": (lambda a, b: a @ b, [r(8192, 8192), r(8192, 8192)]),
+        # nn.Linear's layout: the weight (N, K) read transposed (Gemm flag tb), as every model Gemm.
+        "gemm4k_nt": (lambda a, w: a @ w.t(), [r(4096, 4096), r(4096, 4096)]),
+        "k132_nt": (lambda a, w: a @ w.t(), [r(1536, 16384) * 0.01, r(2816, 16384)]),
+        # The Llama-3-8B o projection with its residual add at 2048 tokens: one Gemm(tb, bias_full).
+        "o8b": (lambda x, w, res: x @ w.t() + res, [r(2048, 4096), r(4096, 4096) * 0.02, r(2048, 4096)]),
+        # The Llama-3-8B SwiGLU at 2048 tokens: silu(x W_gate^T) * (x W_up^T), one swiglu Gemm.
+        "swiglu8b": (lambda x, wg, wu: torch.nn.functional.silu(x @ wg.t()) * (x @ wu.t()),
+                     [r(2048, 4096), r(14336, 4096) * 0.02, r(14336, 4096) * 0.02]),
         "mlp512": (mlp, [r(3, 512, 512) * 512 ** -0.5, r(512, 512), r(3, 512, 512)]),
         "mlp1024": (mlp, [r(3, 1024, 1024) * 1024 ** -0.5, r(1024, 1024), r(3, 1024, 1024)]),
         "tiny": (lambda x: torch.relu(x), [r(128, 128)]),

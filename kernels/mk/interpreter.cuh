@@ -195,8 +195,12 @@ __device__ void controller(Ctx& c) {
 }
 
 // Every other warp: wait for the stage, run this role of the instruction, report it finished.
+// Always inlined: in a large program (a whole Llama) ptxas otherwise kept the consumers' worker a
+// separate function, and a wgmma pipeline crossing that call boundary made it serialize every wgmma
+// (C7510): each Gemm k-step took ~1520 SM cycles in the 8B model against ~1200 alone (H200, 2026-12-03,
+// benchmarks/notes.md Session 19).
 template <class V, class Role>
-__device__ void worker(Ctx& c) {
+__device__ __forceinline__ void worker(Ctx& c) {
   Shared& sh = *c.sh;
   for (int iter = 0;; ++iter) {
     const int s = iter & 1;

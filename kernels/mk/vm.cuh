@@ -432,8 +432,10 @@ __device__ __forceinline__ bool wait_global(Ctx& c, int first, int n, int site) 
     // Writes by other SMs' TMA stores (async proxy) must be visible to our TMA loads. Nothing waited on
     // (graph inputs only): nothing to order.
     if (n > 0) cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
-    // The loader's and storer's waits only: a consumer's late-input wait (Gemm bias) would overwrite them.
-    if (c.warp >= kConsumerWarps) mark(c, site == 1 ? kEvInputsReady : kEvReuseReady);
+    // The loader's input and the storer's reuse waits only: a consumer's or the storer's late-input wait
+    // (Gemm bias) would overwrite them.
+    if (c.warp >= kConsumerWarps && (site == 1) == (c.warp != kStorerWarp))
+      mark(c, site == 1 ? kEvInputsReady : kEvReuseReady);
   }
   return warp_ok(c, ok);
 }

@@ -52,17 +52,28 @@
 // - TB (`tb`): B's backing holds B^T row-major, (N, K) (nn.Linear's weight). Boxes run 64 K-columns x
 //   64 N-rows, box j = N [64j, 64j + 64); the four boxes are contiguous, so the smem B tile is 256
 //   K-major rows of 128 B: the descriptor is A's (SBO = 1024, k16 step +32 B), imm-trans-b = 0.
-// - BIAS (1 `bias_row`, 2 `bias_full`): the consumers read their bias elements from global memory
-//   (ld.global.cg: L2, never a stale L1 line) at word 15's element offset, rows `dims[3]` of the bias
-//   slot apart, in the epilogue loop: each column pair is added in fp32 right before it is rounded and
-//   staged, so its accumulator registers die as the bias registers are needed (initialising the
-//   accumulator with the bias before the k-loop spilled, or serialized the wgmma). The bias is a late
-//   input (docs/instruction.md): the loader does not wait for it (the mainloop of a split-K chain's next
-//   split runs while the split it adds is still computing), the consumers wait for its barrier
-//   themselves (the loader's waits do not order their generic loads), and for no other (the loader's
-//   TMA brought those in).
-//   Addresses are clamped into the m_rows x n_cols tile (the rows and columns outside it are never
-//   stored).
+// - BIAS (1 `bias_row`, 2 `bias_full`), added in fp32 to each column pair right before it is rounded
+//   and staged, so its accumulator registers die as the bias is needed (initialising the accumulator
+//   with the bias before the k-loop spilled, or serialized the wgmma). The bias is a late input
+//   (docs/instruction.md): the loader does not wait for it (the mainloop of a split-K chain's next
+//   split runs while the split it adds is still computing).
+//   bias_row: the consumers read the row from global memory (ld.global.cg: L2, never a stale L1 line)
+//   at word 15's element offset, after waiting for its barrier themselves (the loader's waits do not
+//   order their generic loads), addresses clamped into the n_cols of the tile.
+//   bias_full: [Note: gemm bias tile].
+//
+// [Note: gemm bias tile] A bias_full tile is as large as D's (64 KB for 128 x 256): read by the
+// consumers' own loads, 2 bytes per pair element, 8 rows per warp instruction, its L2 / HBM round trips
+// took 12.8 us of a 16.5 us epilogue in the 8B Llama's o and down projections (timeline, H200,
+// 2026-12-03). Instead the storer, idle during the mainloop, waits for the bias's barrier and
+// TMA-loads each warpgroup's 64 rows into the page that warpgroup stages its epilogue in, in D's own
+// 64x64 swizzled boxes (the bias slot's xmap, src/runtime/codegen.cpp): warpgroup 0's half into the
+// epilogue page as soon as it is free, warpgroup 1's into the last stage's B page once both
+// warpgroups' last wgmma read it (the drain's last wait); bias[wg] (TMA bytes) tells the consumers.
+// A thread then reads its bias pair from the very address it writes its result to. The coordinates
+// come from word 15's element offset, split along the backing's padded dims. TMA needs the box's first
+// column 16-byte aligned: a bias view starting off that (a sliced view) is read as bias_row is, with
+// the consumers' own loads (bias_tile).
 // - SWIGLU (`swiglu`): D = silu(A @ B) * (A @ B2), a tile of at most 128 output columns. Boxes 0, 1 of
 //   the B stage hold B's columns [n0, n0 + 128), boxes 2, 3 the same columns of B2 (its tensor map, B's
 //   coordinates: the host requires both views to sit alike on their backings), so one m64n256k16 puts
@@ -144,9 +155,10 @@ struct GemmT {
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
   // (the 4 warps of a warpgroup wrote their epilogue), issued (the loader issued every k-tile).
-  // ready[4] (the peer's stage page is free, [Note: gemm multicast]).
-  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12;
-  static constexpr int num_semaphores = 16;
+  // ready[4] (the peer's stage page is free, [Note: gemm multicast]), bias[2] (bias_full: the warpgroup's
+  // bias rows landed in its epilogue page, TMA bytes; [Note: gemm bias tile]).
+  static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12, kBias = 16;
+  static constexpr int num_semaphores = BIAS == 2 ? 18 : 16;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmpty && i < kFixed) ? kConsumerWarps * kClusterSize : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
@@ -374,11 +386,12 @@ struct GemmT {
   }
 
   // Storer, one lane: as each stage's last k-tile is consumed, free its pages (not the epilogue's B
-  // page), so the next instruction's loads start while this one finishes its mainloop and epilogue.
-  // After `issued` each empty[s] is at most one phase behind its last use, so the parity waits are exact.
-  static __device__ bool drain(Ctx& c, const Dims& d) {
+  // page), so the next instruction's loads start while this one finishes its mainloop and epilogue;
+  // k-tiles [k0, k1) of the last kStages. After `issued` each empty[s] is at most one phase behind its
+  // last use, so the parity waits are exact.
+  static __device__ bool drain(Ctx& c, const Dims& d, int k0, int k1) {
     if (!wait_lane(c, c.sem(kIssued), 0, 3, 211)) return false;
-    for (int kt = d.nk > kStages ? d.nk - kStages : 0; kt < d.nk; ++kt) {
+    for (int kt = max(k0, d.nk - kStages); kt < k1; ++kt) {
       const int s = kt & 3;
       if (!wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s)) return false;
       if (s != d.last) page_finish(c, b_lid(s));
@@ -386,8 +399,6 @@ struct GemmT {
     }
     return true;
   }
-
-  static __device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
 
   static __device__ __forceinline__ float bf16_at(const unsigned short* p) {
     return __uint_as_float(static_cast<u32>(__ldcg(p)) << 16);
@@ -418,12 +429,12 @@ struct GemmT {
     return make_float2(bf16_at(p), bf16_at(p + 1));
   }
 
-  // [Note: gemm early bias] With MK_GEMM_BIAS_EARLY=1, a tile of <= 128 columns whose bias has no late
+  // [Note: gemm early bias] With MK_GEMM_BIAS_EARLY=1, a bias_row tile of <= 128 columns whose bias has no late
   // barrier (a graph input, or a producer the loader's early barriers cover: their acquire reaches the
   // consumers through full[0]) reads its bias right after k-tile 0 landed, into registers held across the
   // mainloop (bf16 pairs packed in 32 bits: 32 registers for bias_full), instead of in the epilogue, where
   // its two batches of L2 round trips took ~2.7 us (benchmarks/notes.md Session 14).
-  static constexpr bool kBiasEarlyOk = MK_GEMM_BIAS_EARLY && BIAS != 0 && !SWIGLU;
+  static constexpr bool kBiasEarlyOk = MK_GEMM_BIAS_EARLY && BIAS == 1 && !SWIGLU;
   template <int N>
   static __device__ __forceinline__ void bias_early_load(const Ctx& c, const Dims& d, int wg, u32 (&be)[N / 8][2]) {
     const BiasRows b = bias_rows(c, d, wg);
@@ -528,14 +539,19 @@ struct GemmT {
     }
     if (!active) return;
     BiasRows bias{};
-    if constexpr (BIAS != 0) {
+    const bool tile = bias_tile(c);  // bias_full through the epilogue page ([Note: gemm bias tile])
+    if (BIAS != 0 && !tile) {
       if (!wait_late_inputs(c)) return;
       bias = bias_rows(c, d, wg);
     }
 
     // Epilogue page: lid 6 (warpgroup 0), the last stage's B page once both warpgroups read it (1).
+    // bias_full: once the storer's TMA brought this warpgroup's bias rows there ([Note: gemm bias tile]).
     unsigned char* out;
-    if (wg == 0) {
+    if (tile) {
+      if (!wait(c, c.sem(kBias + wg), 0)) return;
+      out = wg == 0 ? c.page(kEpiLid) : c.page(b_lid(d.last));
+    } else if (wg == 0) {
       if (!page_wait(c, kEpiLid)) return;
       out = c.page(kEpiLid);
     } else {
@@ -566,8 +582,14 @@ struct GemmT {
       if (!early) {
         if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
         if constexpr (BIAS == 2) {
-          bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
-          bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
+          if (tile) {  // this thread's pair of the bias tile, where its result goes
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              bv[h] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + (r0 + 8 * h) * 128));
+          } else {
+            bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+            bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
+          }
         }
       }
 #pragma unroll
@@ -576,26 +598,69 @@ struct GemmT {
         if constexpr (BIAS != 0) x0 += bv[h].x, x1 += bv[h].y;
         if constexpr (ACT != Unary::identity) x0 = unary<ACT>(x0), x1 = unary<ACT>(x1);
         if constexpr (SWIGLU) {
-          x0 = silu(x0) * acc[N / 4 + 4 * i + 2 * h];
-          x1 = silu(x1) * acc[N / 4 + 4 * i + 2 * h + 1];
+          x0 = unary<Unary::silu>(x0) * acc[N / 4 + 4 * i + 2 * h];
+          x1 = unary<Unary::silu>(x1) * acc[N / 4 + 4 * i + 2 * h + 1];
         }
         const __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
         *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
       }
       // Bias loads are free to move ahead of the page stores (shared vs global): let them, one box of
       // columns at a time (the fence keeps ptxas from hoisting them all, which spills).
-      if constexpr (BIAS != 0) if ((i & 7) == 7) __syncwarp();
+      if constexpr (BIAS != 0) if (!tile && (i & 7) == 7) __syncwarp();
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kStaged + wg));
   }
 
+  // [Note: gemm bias tile] Whether this bias_full instruction TMA-loads its bias tile: its first column
+  // sits on 16 bytes.
+  static __device__ __forceinline__ bool bias_tile(const Ctx& c) {
+    return BIAS == 2 && c.idx()[kBiasOff] % c.slot(c.src_slot(2)).dims[3] % 8 == 0;
+  }
+  // [Note: gemm bias tile] Storer, whole warp: TMA-load warpgroup wg's bias rows (64 x n_cols, one 64x64
+  // box a lane) into `lid`, arriving on bias[wg] with their bytes. The caller owns the page.
+  static __device__ __forceinline__ void bias_tile_load(Ctx& c, const Dims& d, int wg, int lid) {
+    const int cs = c.src_slot(2), nb = (d.n_cols + kBox - 1) / kBox;
+    const TensorMap* map = c.lane < nb ? c.xmap_lane(cs) : nullptr;
+    if (c.lane == 0)
+      cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                    c.sem(kBias + wg), static_cast<u32>(nb * kBoxBytes));
+    __syncwarp();
+    if (c.lane < nb) {
+      const i32* dims = c.slot(cs).dims;
+      i32 off = c.idx()[kBiasOff];  // the bias element at the tile's (m, n0): (b, d, r, col) on the backing
+      const i32 col = off % dims[3];
+      off /= dims[3];
+      const i32 row = off % dims[2];
+      off /= dims[2];
+      const i32 coords[4] = {col + c.lane * kBox, row + wg * kBox, off % dims[1], off / dims[1]};
+      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                      c.page(lid) + c.lane * kBoxBytes, map, coords, c.sem(kBias + wg));
+    }
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kBias + wg));
+  }
+
   static __device__ void store(Ctx& c) {
     const i32* idx = c.idx();
     const Dims d = dims(idx);
     if (d.m_rows > 0) {
-      if (!warp_ok(c, c.lane != 0 || drain(c, d))) return;
+      const bool two = kBox < d.m_rows;  // warpgroup 1 has rows
+      if (bias_tile(c)) {
+        // [Note: gemm bias tile] The stages but the last drain first: a late bias (a split-K chain's
+        // previous piece) holds back only the last k-tile's pages. Then warpgroup 0's rows into the
+        // epilogue page, the last k-tile's wait, warpgroup 1's rows into its B page (K = 0: free).
+        if (!warp_ok(c, c.lane != 0 || drain(c, d, 0, d.nk - 1))) return;
+        if (!wait_late_inputs(c)) return;
+        if (!warp_ok(c, c.lane != 0 || page_wait_lane(c, kEpiLid))) return;
+        bias_tile_load(c, d, 0, kEpiLid);
+        if (!warp_ok(c, c.lane != 0 || drain(c, d, d.nk - 1, d.nk))) return;
+        if (two && !warp_ok(c, c.lane != 0 || d.nk > 0 || page_wait_lane(c, b_lid(0)))) return;
+        if (two) bias_tile_load(c, d, 1, b_lid(d.last));
+      } else if (!warp_ok(c, c.lane != 0 || drain(c, d, 0, d.nk))) {
+        return;
+      }
       if (!wait_reuse(c)) return;
       const int ds = c.dst_slot(0);
       const i32* o = idx + kD;
@@ -606,7 +671,6 @@ struct GemmT {
       // k-tile 3's B (lid_release_order ranks it 5th), which cannot load before; warpgroup 0's page (the
       // epilogue page, ranked last) is the next instruction's own epilogue page, needed only at its end.
       const TensorMap* dmap = c.lane < nb ? c.xmap_lane(ds) : nullptr;
-      const bool two = kBox < d.m_rows;  // warpgroup 1 has rows
       for (int h = 0; h < (two ? 2 : 1); ++h) {
         const int wg = two ? 1 - h : 0;
         if (!wait(c, c.sem(kStaged + wg), 0)) return;
