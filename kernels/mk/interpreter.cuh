@@ -195,12 +195,8 @@ __device__ void controller(Ctx& c) {
 }
 
 // Every other warp: wait for the stage, run this role of the instruction, report it finished.
-// Always inlined: in a large program (a whole Llama) ptxas otherwise kept the consumers' worker a
-// separate function, and a wgmma pipeline crossing that call boundary made it serialize every wgmma
-// (C7510): each Gemm k-step took ~1520 SM cycles in the 8B model against ~1200 alone (H200, 2026-12-03,
-// benchmarks/notes.md Session 19).
 template <class V, class Role>
-__device__ __forceinline__ void worker(Ctx& c) {
+__device__ __forceinline__ void worker_loop(Ctx& c) {
   Shared& sh = *c.sh;
   for (int iter = 0;; ++iter) {
     const int s = iter & 1;
@@ -217,6 +213,16 @@ __device__ __forceinline__ void worker(Ctx& c) {
     __syncwarp();
     if (c.lane == 0 && !c.finished_early) arrive(&sh.inst_finished[s]);
   }
+}
+
+// The consumers' loop is always inlined: in a large program (a whole Llama) ptxas otherwise kept it a
+// separate function, and a wgmma pipeline crossing that call boundary made it serialize every wgmma
+// (C7510): each Gemm k-step took ~1520 SM cycles in the 8B model against ~1200 alone (H200, 2026-12-03,
+// benchmarks/notes.md Session 19). The other roles' loops are left to ptxas (inlining them too spilled
+// in warpgroup 2's 72 registers).
+template <class V, class Role>
+__device__ void worker(Ctx& c) {
+  worker_loop<V, Role>(c);
 }
 
 template <class V>
@@ -258,7 +264,7 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
   // One if/else over the roles, setmaxnreg first in each branch (warpgroup-uniform: warps 0-7 and 8-11).
   if (warp < kConsumerWarps) {
     if constexpr (MK_CONSUMER_REGS > 0) ptx::setmaxnreg_inc<MK_CONSUMER_REGS>();
-    worker<V, ConsumerRole>(c);
+    worker_loop<V, ConsumerRole>(c);
   } else {
     if constexpr (MK_CONSUMER_REGS > 0) ptx::setmaxnreg_dec<MK_OTHER_REGS>();
     if (warp == kControllerWarp) controller<V>(c);

@@ -450,6 +450,18 @@ __device__ __forceinline__ bool wait_early_inputs(Ctx& c) {
 __device__ __forceinline__ bool wait_late_inputs(Ctx& c) {
   return wait_global(c, c.num_src_input() - c.num_src_late(), c.num_src_late(), 1);
 }
+// Whole warp, no waiting: whether every late input barrier is reached already (one acquire load each),
+// then with the proxy fence of wait_global, so TMA loads of those inputs may follow.
+__device__ __forceinline__ bool late_inputs_ready(Ctx& c) {
+  bool ok = true;
+  if (c.lane == 0) {
+    const i32* in = c.inst();
+    for (int k = c.num_src_input() - c.num_src_late(); k < c.num_src_input() && ok; ++k)
+      ok = ptx::ld_acquire_gpu(c.g->c.barriers + in[kWSrcBarriers + k]) >= in[kWSrcTargets + k] * c.g->c.epoch;
+    if (ok && c.num_src_late() > 0) cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+  }
+  return __shfl_sync(0xffffffffu, ok, 0) != 0;
+}
 __device__ __forceinline__ bool wait_reuse(Ctx& c) {
   return wait_global(c, c.num_src_input(), c.num_src_reuse(), 2);
 }

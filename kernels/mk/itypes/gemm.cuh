@@ -68,8 +68,10 @@
 // 2026-12-03). Instead the storer, idle during the mainloop, waits for the bias's barrier and
 // TMA-loads each warpgroup's 64 rows into the page that warpgroup stages its epilogue in, in D's own
 // 64x64 swizzled boxes (the bias slot's xmap, src/runtime/codegen.cpp): warpgroup 0's half into the
-// epilogue page as soon as it is free, warpgroup 1's into the last stage's B page once both
-// warpgroups' last wgmma read it (the drain's last wait); bias[wg] (TMA bytes) tells the consumers.
+// epilogue page (at the instruction's start when the bias is there already, as a residual is; a split-K
+// piece's bias once all but the last k-tile are consumed), warpgroup 1's into the last stage's B page
+// once both warpgroups' last wgmma read it (the drain's last wait); bias[wg] (TMA bytes) tells the
+// consumers.
 // A thread then reads its bias pair from the very address it writes its result to. The coordinates
 // come from word 15's element offset, split along the backing's padded dims. TMA needs the box's first
 // column 16-byte aligned: a bias view starting off that (a sliced view) is read as bias_row is, with
@@ -648,14 +650,16 @@ struct GemmT {
     if (d.m_rows > 0) {
       const bool two = kBox < d.m_rows;  // warpgroup 1 has rows
       if (bias_tile(c)) {
-        // [Note: gemm bias tile] The stages but the last drain first: a late bias (a split-K chain's
-        // previous piece) holds back only the last k-tile's pages. Then warpgroup 0's rows into the
-        // epilogue page, the last k-tile's wait, warpgroup 1's rows into its B page (K = 0: free).
-        if (!warp_ok(c, c.lane != 0 || drain(c, d, 0, d.nk - 1))) return;
-        if (!wait_late_inputs(c)) return;
+        // [Note: gemm bias tile] Warpgroup 0's rows into the epilogue page at once when the bias is
+        // there already (a residual); else (a split-K chain's previous piece) the stages but the last
+        // drain first, so that the late bias holds back only the last k-tile's pages. Then the last
+        // k-tile's wait, warpgroup 1's rows into its B page (K = 0: free).
+        const bool now = late_inputs_ready(c);
+        if (!now && !warp_ok(c, c.lane != 0 || drain(c, d, 0, d.nk - 1))) return;
+        if (!now && !wait_late_inputs(c)) return;
         if (!warp_ok(c, c.lane != 0 || page_wait_lane(c, kEpiLid))) return;
         bias_tile_load(c, d, 0, kEpiLid);
-        if (!warp_ok(c, c.lane != 0 || drain(c, d, d.nk - 1, d.nk))) return;
+        if (!warp_ok(c, c.lane != 0 || drain(c, d, now ? 0 : d.nk - 1, d.nk))) return;
         if (two && !warp_ok(c, c.lane != 0 || d.nk > 0 || page_wait_lane(c, b_lid(0)))) return;
         if (two) bias_tile_load(c, d, 1, b_lid(d.last));
       } else if (!warp_ok(c, c.lane != 0 || drain(c, d, 0, d.nk))) {
