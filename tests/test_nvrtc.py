@@ -182,11 +182,19 @@ def test_flagged_gemm_maps_to_its_template(case):
 
 
 def test_bias_input_gets_no_tensor_map():
-    """Only A, B and D are TMA'd; the bias is read with plain loads. A and B have a 64x64 xmap and the
+    """A bias row is read with plain loads: only A, B and D are TMA'd. A and B have a 64x64 xmap and the
     four wide ones (gemm.cuh [Note: gemm wide boxes]), D (stored) its 64x64 xmap: 5 + 5 + 1."""
     fn, shapes = GEMM_CASES["linear"]
     src = _C.gpu_generate_source(program_for(fn, shapes))
     assert "#define MK_NUM_XMAPS 11" in src
+
+
+def test_bias_full_tile_gets_its_tensor_map():
+    """A bias_full tile is TMA-loaded in D's 64x64 boxes (gemm.cuh [Note: gemm bias tile]): 5 + 5 + 1 + 1."""
+    fn, shapes = GEMM_CASES["bias_full"]
+    src = _C.gpu_generate_source(program_for(fn, shapes))
+    assert "mk::GemmT<false, false, 2>" in src
+    assert "#define MK_NUM_XMAPS 12" in src
 
 
 # ---- Attention (issue 5): every generated variant compiles, without spills or serialized wgmma -------
