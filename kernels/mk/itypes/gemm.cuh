@@ -393,7 +393,7 @@ struct GemmT {
   // last use, so the parity waits are exact.
   static __device__ bool drain(Ctx& c, const Dims& d, int k0, int k1) {
     if (!wait_lane(c, c.sem(kIssued), 0, 3, 211)) return false;
-    for (int kt = max(k0, d.nk - kStages); kt < k1; ++kt) {
+    for (int kt = max(k0, max(0, d.nk - kStages)); kt < k1; ++kt) {
       const int s = kt & 3;
       if (!wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s)) return false;
       if (s != d.last) page_finish(c, b_lid(s));
