@@ -15,6 +15,7 @@ import functools
 import glob
 import os
 import sys
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -113,6 +114,17 @@ def _opt(options: Any, name: str, default: Any) -> Any:
     return getattr(options, name, default)
 
 
+def warn_ptxas_log(name: str, log: str) -> None:
+    """Warns (UserWarning) when ptxas serialized the kernel's wgmma (C7510-C7520, e.g. a wgmma pipeline
+    crossing a function call): correct, but every Gemm and Attention k-step slower (~27% more cycles in
+    a whole Llama, benchmarks/notes.md Session 19). ``log``: the NVRTC / ptxas log of a fresh compile
+    (empty on a disk-cache hit)."""
+    bad = [ln.strip() for ln in log.splitlines() if "wgmma" in ln and "serialized" in ln]
+    if bad:
+        warnings.warn(f"megakittens: ptxas serialized the wgmma instructions of the megakernel for '{name}' "
+                      f"(Gemm and Attention run slower): {bad[0]}", stacklevel=3)
+
+
 def kernel_for(program: Any, use_jit_cache: bool = True) -> Any:
     """The ``_C.GpuKernel`` for ``program``, compiled on first use (disk cache unless use_jit_cache=False)."""
     key = id(program)
@@ -125,6 +137,7 @@ def kernel_for(program: Any, use_jit_cache: bool = True) -> Any:
     torch.cuda.init()
     k = _C.GpuKernel(program, kernels_dir(), cuda_include_dir(), list(nvrtc_candidates()),
                      os.environ.get("MEGAKITTENS_CACHE_DIR", ""), bool(use_jit_cache))
+    warn_ptxas_log(getattr(program, "name", "?"), k.log)
     try:
         ref = weakref.ref(program)
     except TypeError:  # nanobind objects without weakref support: keep the program alive instead

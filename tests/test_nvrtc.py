@@ -326,3 +326,18 @@ def test_llama_layer_source_compiles_without_spills():
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
     assert spills and max(spills) <= 32, log  # 16 bytes stored + 16 loaded
     assert "serialized" not in log, log
+
+
+def test_serialized_wgmma_in_the_jit_log_warns():
+    """megakittens.gpu.warn_ptxas_log: a C7510 line in ptxas's report becomes a UserWarning naming the
+    program; a clean report (or the empty log of a cache hit) stays silent."""
+    import warnings
+    from megakittens import gpu
+    line = ("ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+            "due to wgmma pipeline crossing function boundary at a function call in the function 'megakittens_kernel'")
+    with pytest.warns(UserWarning, match="serialized the wgmma instructions of the megakernel for 'llama'"):
+        gpu.warn_ptxas_log("llama", "ptxas info    : Used 168 registers\n" + line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gpu.warn_ptxas_log("llama", "ptxas info    : Used 168 registers, 0 bytes spill stores")
+        gpu.warn_ptxas_log("llama", "")
