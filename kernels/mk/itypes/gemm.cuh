@@ -434,19 +434,17 @@ struct GemmT {
   // [Note: gemm early bias] With MK_GEMM_BIAS_EARLY=1, a bias_row tile of <= 128 columns whose bias has no late
   // barrier (a graph input, or a producer the loader's early barriers cover: their acquire reaches the
   // consumers through full[0]) reads its bias right after k-tile 0 landed, into registers held across the
-  // mainloop (bf16 pairs packed in 32 bits: 32 registers for bias_full), instead of in the epilogue, where
+  // mainloop (bf16 pairs packed in 32 bits: 16 registers), instead of in the epilogue, where
   // its two batches of L2 round trips took ~2.7 us (benchmarks/notes.md Session 14).
   static constexpr bool kBiasEarlyOk = MK_GEMM_BIAS_EARLY && BIAS == 1 && !SWIGLU;
   template <int N>
-  static __device__ __forceinline__ void bias_early_load(const Ctx& c, const Dims& d, int wg, u32 (&be)[N / 8][2]) {
+  static __device__ __forceinline__ void bias_early_load(const Ctx& c, const Dims& d, int wg, u32 (&be)[N / 8]) {
     const BiasRows b = bias_rows(c, d, wg);
 #pragma unroll
-    for (int i = 0; i < N / 8; ++i)
-#pragma unroll
-      for (int h = 0; h < (BIAS == 2 ? 2 : 1); ++h) {
-        const unsigned short* p = b.row[h] + min(8 * i + 2 * (c.lane & 3), b.last);
-        be[i][h] = static_cast<u32>(__ldcg(p)) | static_cast<u32>(__ldcg(p + 1)) << 16;
-      }
+    for (int i = 0; i < N / 8; ++i) {
+      const unsigned short* p = b.row[0] + min(8 * i + 2 * (c.lane & 3), b.last);
+      be[i] = static_cast<u32>(__ldcg(p)) | static_cast<u32>(__ldcg(p + 1)) << 16;
+    }
   }
   static __device__ __forceinline__ float2 bias_unpack(u32 w) {
     return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
@@ -481,7 +479,7 @@ struct GemmT {
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
     constexpr bool kBiasEarly = kBiasEarlyOk && N <= 128;  // [Note: gemm early bias]
     const bool early = kBiasEarly && active && d.nk > 0 && c.num_src_late() == 0;
-    u32 be[kBiasEarly ? N / 8 : 1][2];
+    u32 be[kBiasEarly ? N / 8 : 1];
     long long loop_begin = 0, full_wait = 0;  // [Note: gemm wait stats]
 
     for (int kt = 0; kt < d.nk; ++kt) {
@@ -578,8 +576,7 @@ struct GemmT {
       float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
       if constexpr (kBiasEarly)
         if (early) {
-          bv[0] = bias_unpack(be[i][0]);
-          bv[1] = BIAS == 2 ? bias_unpack(be[i][1]) : bv[0];
+          bv[0] = bv[1] = bias_unpack(be[i]);
         }
       if (!early) {
         if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
