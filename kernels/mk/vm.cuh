@@ -411,13 +411,19 @@ __device__ __forceinline__ void arrive(u64* bar) { (void)cuda::ptx::mbarrier_arr
 // ---- global barriers (seed §11): acquire spin with backoff, proxy fence before TMA reads ----
 
 // One lane waits on src barriers [first, first+n); epoch-scaled targets. Then the whole warp syncs.
+// Barrier k of the instruction's list: its id and the value this launch waits for (epoch-scaled).
+struct GlobalBarrier {
+  int id, target;
+};
+__device__ __forceinline__ GlobalBarrier global_barrier(const Ctx& c, int k) {
+  const i32* in = c.inst();
+  return {in[kWSrcBarriers + k], in[kWSrcTargets + k] * c.g->c.epoch};
+}
 __device__ __forceinline__ bool wait_global(Ctx& c, int first, int n, int site) {
   bool ok = true;
   if (c.lane == 0) {
-    const i32* in = c.inst();
     for (int k = first; k < first + n && ok; ++k) {
-      const int id = in[kWSrcBarriers + k];
-      const int target = in[kWSrcTargets + k] * c.g->c.epoch;
+      const auto [id, target] = global_barrier(c, k);
       const int* p = c.g->c.barriers + id;
       int v = ptx::ld_acquire_gpu(p);
       if (v >= target) continue;
@@ -455,9 +461,10 @@ __device__ __forceinline__ bool wait_late_inputs(Ctx& c) {
 __device__ __forceinline__ bool late_inputs_ready(Ctx& c) {
   bool ok = true;
   if (c.lane == 0) {
-    const i32* in = c.inst();
-    for (int k = c.num_src_input() - c.num_src_late(); k < c.num_src_input() && ok; ++k)
-      ok = ptx::ld_acquire_gpu(c.g->c.barriers + in[kWSrcBarriers + k]) >= in[kWSrcTargets + k] * c.g->c.epoch;
+    for (int k = c.num_src_input() - c.num_src_late(); k < c.num_src_input() && ok; ++k) {
+      const GlobalBarrier b = global_barrier(c, k);
+      ok = ptx::ld_acquire_gpu(c.g->c.barriers + b.id) >= b.target;
+    }
     if (ok && c.num_src_late() > 0) cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
   }
   return __shfl_sync(0xffffffffu, ok, 0) != 0;
