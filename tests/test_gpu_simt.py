@@ -65,6 +65,14 @@ def c_rope(g):  # gpt-fast form (cos (S, D) over (B, S, H, D)) and HF form (x_bs
                _randn((1, 1, S, D), g=g), _randn((1, 1, S, D), g=g)]
 
 
+def c_rope_long(g):  # HF form, D 128: rows of 128 and 96 (2,048 and 1,536 chunks, [Note: SIMT chunks]: loads
+    # of several chunks in flight, then the leftover chunks one at a time)
+    def f(q, cos4, sin4):
+        return (mkops.rope(q.transpose(1, 2), cos4, sin4),)
+    S, D = 224, 128
+    return f, [_randn((1, S, 2, D), g=g), _randn((1, 1, S, D), g=g), _randn((1, 1, S, D), g=g)]
+
+
 def c_rope_interleaved(g):  # rotate_every_two: the scalar path (D 32: 64-byte rows) and the vector path (D 128)
     def f(x, q, cos, sin, cos4, sin4):
         return (mkops.rope_interleaved(x, cos, sin), mkops.rope_interleaved(q.transpose(1, 2), cos4, sin4))
@@ -141,7 +149,7 @@ def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged las
 CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
                                      c_rope, c_row_reduce, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
                                      c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved,
-                                     c_rope_half_tables)}
+                                     c_rope_half_tables, c_rope_long)}
 
 
 def case_inputs(case, seed):

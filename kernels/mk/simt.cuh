@@ -57,9 +57,11 @@ constexpr int kSimtBarrier = kConsumerBarrier;
 // it touches is bf16 and each chunk is 16-byte aligned (one 128-bit load or store), else V = 1 (any
 // dtype). A thread issues all loads of a chunk before it converts, computes and stores: a dtype switch
 // between a load and its use made the SASS of the per-element loops wait on every load. One chunk at a
-// time: the interpreter is one function capped at 168 registers (384 threads), and 2-4 chunks in flight
-// per thread made ptxas spill in the Attention and Gemm bodies of a Llama kernel
-// (tests/test_nvrtc.py test_llama_layer_source_compiles_without_spills).
+// time by default: the interpreter is one function capped at 168 registers (384 threads), and 2-4 chunks
+// in flight per thread made ptxas spill in the Attention and Gemm bodies of a Llama kernel
+// (tests/test_nvrtc.py test_llama_layer_source_compiles_without_spills). Rope keeps several in flight
+// (chunked<U>): one chunk at a time cost ~10 us per 128 x 128 instruction, a memory round trip per chunk,
+// 50 us of every 8B layer's critical path (benchmarks/notes.md Session 20).
 
 // Strides in elements of a contiguous slot's padded dims; -1 (a broadcast or 1-wide view dim) is 0.
 __device__ __forceinline__ long long dim_stride(const SlotDesc& s, int d) {
@@ -148,10 +150,21 @@ __device__ __forceinline__ void st_vec(const TileView& t, long long i, const flo
 }
 
 // Runs emit(e, load(e)) for chunks e = first, first + stride, ... < n: load only issues the loads (ld_raw),
-// emit converts, computes and stores ([Note: SIMT chunks]).
-template <class Load, class Emit>
+// emit converts, computes and stores ([Note: SIMT chunks]). U > 1 issues the loads of U chunks before the
+// first emit: one memory round trip per U chunks, for a body whose few registers allow it (Rope).
+template <int U = 1, class Load, class Emit>
 __device__ __forceinline__ void chunked(int first, int n, int stride, Load load, Emit emit) {
-  for (int e = first; e < n; e += stride) emit(e, load(e));
+  int e = first;
+  if constexpr (U > 1) {
+    for (; e + (U - 1) * stride < n; e += U * stride) {
+      decltype(load(e)) l[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) l[u] = load(e + u * stride);
+#pragma unroll
+      for (int u = 0; u < U; ++u) emit(e + u * stride, l[u]);
+    }
+  }
+  for (; e < n; e += stride) emit(e, load(e));
 }
 
 // A stack of nd tiles: tile k of view v starts k * step[v] elements after tile 0 (Copy's d slices).

@@ -115,6 +115,11 @@ int64_t Attention::num_instructions(const NodeInfo& n) const {
   return a.B * a.H * a.QT * a.G;
 }
 
+double Attention::cost(const NodeInfo& n, const InstrDesc& d) const {
+  if (!causal_ || d.indices.size() < 6) return 0;
+  return static_cast<double>(d.indices[5]) + static_cast<double>(attn_dims(n).cq);  // kv_end + one q tile
+}
+
 InstrDesc Attention::instruction(const NodeInfo& n, int64_t i) const {
   const AttnDims a = attn_dims(n);
   AttnTile t;

@@ -28,6 +28,8 @@ class Attention final : public IType {
   void validate(const NodeInfo&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
+  // Causal: the keys the tile attends to plus one q tile (its Q load and epilogue); else 0 (uniform).
+  double cost(const NodeInfo&, const InstrDesc&) const override;
   void execute(const Instruction&, ExecContext&) const override;
 
  private:

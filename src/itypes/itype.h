@@ -63,6 +63,10 @@ class IType {
   virtual void validate(const NodeInfo&) const = 0;
   virtual int64_t num_instructions(const NodeInfo&) const = 0;
   virtual InstrDesc instruction(const NodeInfo&, int64_t i) const = 0;
+  // Relative run time of instruction `d` (any unit, > 0), for the placement of a node's instructions
+  // on the SMs (src/schedule/phase1_place.cpp [Note: cost-balanced placement]); 0 (the default): all of
+  // the node's instructions cost the same and keep their order.
+  virtual double cost(const NodeInfo&, const InstrDesc&) const { return 0; }
   // [Note: page release order] which logical page this instruction releases `query`-th (seed §10).
   virtual int lid_release_order(int query, const Profile&) const { return query; }
   // The input an output aliases (written in place), if any.

@@ -34,6 +34,10 @@ struct Profile {
   bool attn_pair_tiles = false;
   // K/V rows are read in whole blocks of attn_kv_block (the device's kv block; 1 = exactly [0, kv_end)).
   int attn_kv_block = 128;
+  // 1: a node's instructions of unequal IType::cost are spread over the SMs by it (causal Attention;
+  // src/schedule/phase1_place.cpp [Note: cost-balanced placement]); 0: they keep the IType's order (the
+  // default: on an HF 8B 4-layer kernel, 1 measured 6.516 ms against 6.479, benchmarks/notes.md Session 20).
+  int balance_costs = 0;
 
   // The seed's B200: 148 SMs, 512x256 GEMM pair tiles (256 rows per CTA), 512-row attention pairs.
   static Profile b200();

@@ -5,6 +5,10 @@
 #pragma once
 #include "mk/simt.cuh"
 
+#ifndef MK_ROPE_CHUNKS
+#define MK_ROPE_CHUNKS 4  // 16-byte chunks in flight per thread ([Note: SIMT chunks])
+#endif
+
 namespace mk {
 
 // P: struct { static constexpr unsigned bcast; static constexpr bool x_bshd, interleaved, half_tables; }
@@ -30,7 +34,7 @@ struct RopeBody {
       so = v.sn.at(r, tc) + j * v.sj;
       yo = v.y.at(r, col) + j * v.yj;
     };
-    chunked(tid, nd * rows * cpr, kSimtThreads,
+    chunked<V == 8 ? MK_ROPE_CHUNKS : 1>(tid, nd * rows * cpr, kSimtThreads,
         [&](int e) {
           int col;
           long long xo, co, so, yo;
