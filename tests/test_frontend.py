@@ -535,3 +535,42 @@ def test_input_mutation_goes_through_aot_autograd():
     ref = f(x_ref, y)
     assert torch.equal(x, x_ref)  # the input was doubled in place by both
     check_close(out, ref)
+
+
+class _OnGpu(torch.Tensor):
+    """A CPU tensor that says it is on a GPU: runs the Dispatcher's GPU call path on the CPU."""
+    @property
+    def is_cuda(self):
+        return True
+
+
+def test_gpu_call_path_runs_on_the_cpu_interpreter():
+    """Dispatcher._call_gpu (the GPU path: slot pointers for the arguments, the arena, reshape aliases, a
+    private contiguous copy of a strided input) on CPU memory, with the CPU reference interpreter as the
+    launch: it computes what eager does, so no two live slots overlap in the arena and every pointer is
+    right; the caller's tensors are untouched, the outputs are fresh tensors."""
+    def f(x, w, b):
+        h = torch.relu(x @ w)
+        return (h.view(-1) * 2).view(64, 64) + b, h.sum(-1)
+    x, w, b = randn(64, 128), randn(64, 128).t(), randn(64, 64)  # w strided: copied contiguous per call
+    megakittens.compile(f)(x, w, b)
+    d = mk_backend.dispatchers[-1]
+    launches = []
+
+    def launch(ptrs):
+        launches.append(list(ptrs))
+        megakittens._C.interpret(d.program, ptrs, seed=0, global_work_queue=False)
+
+    d._launch = launch
+    args = tuple(t.as_subclass(_OnGpu) for t in (x, w, b))
+    before = [t.clone() for t in (x, w, b)]
+    for _ in range(2):  # the second call reuses the plan
+        outs = d._call_gpu(args, torch.device("cpu"))
+        for o, r in zip(outs, f(x, w, b)):
+            check_close(o.as_subclass(torch.Tensor), r)
+    assert all(torch.equal(t, u) for t, u in zip((x, w, b), before))
+    slot = dict(d._arg_slots)
+    ptrs = launches[-1]
+    assert ptrs[slot[0]] == x.data_ptr() and ptrs[slot[2]] == b.data_ptr() and ptrs[slot[1]] != w.data_ptr()
+    with pytest.raises(ValueError, match="slot .* is on cpu"):
+        d._call_gpu((x, args[1], args[2]), torch.device("cpu"))
