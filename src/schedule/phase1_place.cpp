@@ -41,7 +41,7 @@ void balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInf
   const int64_t groups = n / G, slots = num_sms / G;
   std::vector<double> cost(groups, 0);
   for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
-  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c <= 0 || c == cost[0]; })) return;
+  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return;  // uniform
   std::vector<int64_t> order(groups);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
