@@ -12,7 +12,6 @@ prints, in milliseconds (medians; the GPU idle before each call, as `bench` time
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 
@@ -87,7 +86,6 @@ def profile_case(case: str) -> None:
     for e in sorted(host, key=lambda e: e.time_range.start - e.time_range.end)[:8]:
         print(f"    host {(e.time_range.start - start) / 1e3:8.3f} {(e.time_range.end - e.time_range.start) / 1e3:8.3f}  "
               f"{e.name[:90]}")
-    print(f"  median of the host op durations: {statistics.median([(e.time_range.end - e.time_range.start) / 1e3 for e in host] or [0]):.4f} ms")
 
 
 def main(argv):
