@@ -112,21 +112,14 @@ def test_causal_tiles_are_balanced_over_the_sms(cluster_size, S, D):
     2); balanced 9%, 3%, 13%. Each SM runs its share shortest first; a cluster's ranks stay together."""
     import collections
 
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from megakittens import _C, fx_export
-    from test_gpu_kernels import inputs_for
+    from test_gpu_kernels import program_for
 
     def fn(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
 
-    dag = _C.trace(fx_export.export_graph(make_fx(fn, tracing_mode="fake")(
-        *inputs_for([(1, 32, S, D), (1, 8, S, D), (1, 8, S, D)])), "attn"))
-
     def per_sm_keys(balance):
-        profile = _C.Profile.by_name("h200", 132)
-        profile.balance_costs = balance
-        p = _C.schedule(dag, profile, cluster_size=cluster_size)
+        p = program_for(fn, [(1, 32, S, D), (1, 8, S, D), (1, 8, S, D)], cluster_size=cluster_size, num_sms=132,
+                        balance_costs=balance)
         node = next(n for n in p.nodes if n.itype.startswith("Attention"))
         keys, last, tiles = collections.Counter(), {}, set()
         for i in range(node.start, node.start + node.count):
