@@ -533,3 +533,33 @@ def test_split_k_vs_fp32(case, global_queue, cluster):
     fn, shapes, program = _split_program(case, cluster)
     assert sum(n.itype.startswith("Gemm") for n in program.nodes) >= 2, [n.itype for n in program.nodes]
     _launch_twice_and_check(case, program, fn, shapes, global_queue)
+
+
+# ---- Rope in the q / k projections' epilogue (Gemm flag rope=D, tests/test_gemm_rope.py) -------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster_size,global_work_queue", [(1, False), (2, True)])
+@pytest.mark.parametrize("D,B,S,table,bshd,bias", [
+    (64, 1, 1024, "1s", True, False),   # HF Llama-1B's heads
+    (128, 2, 300, "bs", True, False),   # ragged M (600 rows), per-batch table rows (T = B S)
+    (64, 2, 200, "s", False, True),     # rotated before the transpose, after a bias_row (Qwen2)
+    (128, 1, 512, "s", True, True),
+])
+def test_gemm_rope_epilogue_vs_fp32(D, B, S, table, bshd, bias, cluster_size, global_work_queue):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from test_gemm_rope import attn_block, block_inputs
+    args = [a.cuda() for a in block_inputs(B=B, S=S, D=D, H=8, KV=2, table=table, bias=bias, hidden=512)]
+
+    def fn(x, wq, wk, wv, c, s, *bq):
+        return attn_block(x, wq, wk, wv, c, s, *bq, bshd=bshd)
+    f = megakittens.compile(fn, cluster_size=cluster_size, global_work_queue=global_work_queue)
+    with torch.no_grad():
+        out = f(*args)
+        ref = fn(*[a.float() for a in args])
+    err = rel_err(out, ref)
+    assert err <= 1e-2, f"relative error {err:.3e}"
+    d = mk_backend.dispatchers[-1]
+    assert d._gpu_error == "", d._gpu_error
+    it = [n.itype for n in d.program.nodes]
+    assert sum(t.startswith("Gemm(tb") and t.endswith(f"rope={D})") for t in it) == 2, it

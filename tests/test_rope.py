@@ -78,7 +78,10 @@ def test_bad_inputs_raise_clear_errors():
         megakittens.compile(lambda x, t: rope(x, t[:8], t[4:12]))(x, table)
 
 
-def test_fusion_fires_on_hf_llama_model():
+@pytest.mark.parametrize("gemm_rope", [True, False])
+def test_fusion_fires_on_hf_llama_model(gemm_rope, monkeypatch):
+    if not gemm_rope:
+        monkeypatch.setenv("MEGAKITTENS_NO_FUSE", "gemm_rope")
     model = _hf_model("LlamaModel", layers=2)
     ids = torch.randint(0, 512, (2, 48))
     with torch.no_grad():
@@ -86,8 +89,10 @@ def test_fusion_fires_on_hf_llama_model():
         h_ref = model(input_ids=ids, use_cache=False).last_hidden_state
     assert rel_err(h, h_ref) <= HIDDEN_TOL
     it = _itypes()
-    # q and k per layer, read through HF's transpose(1, 2) in place (no Copy first).
-    assert sum(t.startswith("Rope(") and t.endswith(",x_bshd)") for t in it) == 4, it
+    if gemm_rope:  # q and k per layer, in their projection's epilogue (src/trace/fuse_gemm_rope.h)
+        assert it.count("Gemm(tb,rope=64)") == 4 and not any(t.startswith("Rope(") for t in it), it
+    else:  # q and k per layer, read through HF's transpose(1, 2) in place (no Copy first)
+        assert sum(t.startswith("Rope(") and t.endswith(",x_bshd)") for t in it) == 4, it
     # The one Cat left builds the tables (LlamaRotaryEmbedding: cat((freqs, freqs), -1)), none rotates.
     assert sum(t.startswith("Cat") for t in it) == 1, it
 

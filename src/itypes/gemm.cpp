@@ -55,6 +55,7 @@ std::string Gemm::params() const {
   if (flags_.bias == Bias::full) add("bias_full");
   if (flags_.swiglu) add("swiglu");
   if (!flags_.act.empty()) add(("act=" + flags_.act).c_str());
+  if (flags_.rope != 0) add(("rope=" + std::to_string(flags_.rope)).c_str());
   return p;
 }
 
@@ -118,6 +119,38 @@ void require_gemm_view(const NodeInfo& n, const char* what, const Operand& op, b
 
 }  // namespace
 
+void Gemm::validate_rope(const NodeInfo& n) const {
+  const int64_t D = flags_.rope;
+  const auto& out = n.outputs[0];
+  const Coord4 dv = out.padded();
+  if (D != 64 && D != 128)
+    fail("node '", n.name, "' (", n.target, "): the 'rope' epilogue supports head dims 64 and 128, got rope=", D);
+  if (flags_.swiglu || !flags_.act.empty() || flags_.bias == Bias::full)
+    fail("node '", n.name, "' (", n.target, "): the 'rope' epilogue goes with no swiglu, act or bias_full (flags ",
+         params(), ")");
+  if (dv[0] * dv[1] != 1 || dv[3] % D != 0)
+    fail("node '", n.name, "' (", n.target, "): the 'rope' epilogue needs a 2-D output whose N is a multiple of the ",
+         "head dim ", D, ", got ", out.str());
+  // A tile rotates whole heads: its columns start on a head and span whole heads.
+  const Profile& p = n.profile;
+  if (p.gemm_n % D != 0 || (p.gemm_n_narrow > 0 && p.gemm_n_narrow % D != 0))
+    fail("node '", n.name, "' (", n.target, "): the 'rope' epilogue needs Gemm tiles of whole heads: gemm_n ", p.gemm_n,
+         " and gemm_n_narrow ", p.gemm_n_narrow, " must be multiples of the head dim ", D);
+  const int k = rope_input();
+  for (int t = 0; t < 2; ++t) {
+    const Operand& c = n.inputs[k + t];
+    const char* what = t == 0 ? "rope cos table" : "rope sin table";
+    require_dtype(n, what, c.dtype(), DType::bf16);
+    const int64_t T = c.backing.numel() / D;
+    if (!c.range.is_full(c.backing.padded()) || c.backing.shape.back() != D || T < 1 || dv[2] % T != 0)
+      fail("node '", n.name, "' (", n.target, "): the ", what, " must be a whole tensor of T rows of D=", D,
+           " elements with T dividing M=", dv[2], ", got view ", c.range.str(), " of ", c.backing.str());
+  }
+  if (n.inputs[k].backing.shape != n.inputs[k + 1].backing.shape)
+    fail("node '", n.name, "' (", n.target, "): the rope cos table ", n.inputs[k].backing.str(),
+         " and sin table ", n.inputs[k + 1].backing.str(), " must have one shape");
+}
+
 void Gemm::validate(const NodeInfo& n) const {
   const bool has_bias = flags_.bias != Bias::none;
   if (!flags_.act.empty()) {
@@ -128,7 +161,7 @@ void Gemm::validate(const NodeInfo& n) const {
   }
   if (has_bias && flags_.swiglu)
     fail("node '", n.name, "' (", n.target, "): the 'swiglu' Gemm has no bias epilogue (got flags ", params(), ")");
-  require_inputs(n, has_bias || flags_.swiglu ? 3 : 2);
+  require_inputs(n, (has_bias || flags_.swiglu ? 3 : 2) + (flags_.rope != 0 ? 2 : 0));
   if (n.outputs.size() != 1)
     fail("node '", n.name, "' (", n.target, "): expects 1 output, got ", n.outputs.size());
   const Operand &a = n.inputs[0], &b = n.inputs[1];
@@ -174,6 +207,7 @@ void Gemm::validate(const NodeInfo& n) const {
            " (the 'swiglu' Gemm loads both with the same tile coordinates)");
     return;
   }
+  if (flags_.rope != 0) validate_rope(n);
   if (!has_bias) return;
 
   const Operand& c = n.inputs[2];
@@ -252,7 +286,7 @@ int64_t Gemm::split_k_chunk(int64_t K, int splits, int gemm_k) {
 
 int Gemm::split_k(const NodeInfo& n) const {
   const Profile& p = n.profile;
-  if (flags_.swiglu || !n.gemm_group_n.empty() || p.gemm_split_k <= 1 || p.num_sms < 1 || p.gemm_k < 1) return 1;
+  if (flags_.swiglu || flags_.rope != 0 || !n.gemm_group_n.empty() || p.gemm_split_k <= 1 || p.num_sms < 1 || p.gemm_k < 1) return 1;
   const GemmDims g = gemm_dims(n, false);
   const int64_t row_ctas = g.ds[0] * g.ds[1] * g.MT * g.G;
   if (row_ctas == 0 || g.ds[3] == 0) return 1;
@@ -303,7 +337,7 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   const bool pair = n.profile.gemm_pair_tiles;
   const int64_t r0 = pair ? m0 : m, r1 = pair ? std::min(M, m0 + g.G * g.cm) : m + m_rows;
   const bool has_bias = flags_.bias != Bias::none;
-  d.reads.resize(has_bias || flags_.swiglu ? 3 : 2);
+  d.reads.resize((has_bias || flags_.swiglu ? 3 : 2) + (flags_.rope != 0 ? 2 : 0));
   d.writes.resize(1);
   if (r1 > r0) {
     d.reads[0].push_back(rows_box(t.b, t.d, r0, r1, 0, g.K));
@@ -321,6 +355,8 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
     d.indices.push_back(static_cast<int32_t>(((o[0] * cs[1] + o[1]) * cs[2] + o[2]) * cs[3] + o[3]));
     if (r1 > r0) d.reads[2].push_back(rows_box(cb, cd, row ? 0 : r0, row ? 1 : r1, n0, n0 + n_cols));
   }
+  if (flags_.rope != 0 && r1 > r0)  // the rows m % T of the tables: the whole of both (they are small)
+    for (int k = rope_input(); k < rope_input() + 2; ++k) d.reads[k].push_back(Box::of_shape(n.inputs[k].padded()));
   return d;
 }
 

@@ -16,11 +16,17 @@ class Gemm final : public IType {
   // "GLU Variants Improve Transformer") seen exactly as B is on its own backing; no bias.
   // act: an ElementwiseUnary op without a constant ("relu", "gelu", ...; "" = none) applied in fp32
   // after the bias, before the rounding (src/trace/fuse_gemm_act.h folds it in); not with swiglu.
+  // rope: head dim D (64 or 128; 0 = none) of a rotate_half rotary embedding applied in fp32 after the
+  // bias, before the rounding (src/trace/fuse_gemm_rope.h folds a Rope in): two more inputs, the cos and
+  // sin tables, whole bf16 tensors of T x D elements (T rows of D), and output element (m, n) becomes
+  // x[m, n] cos[m % T, n % D] + rot[m, n] sin[m % T, n % D], rot[m, n] = -x[m, n + D/2] where n % D < D/2,
+  // else x[m, n - D/2]. Output 2-D; no swiglu, act or bias_full.
   struct Flags {
     bool transpose_a = false, transpose_b = false;
     Bias bias = Bias::none;
     bool swiglu = false;
     std::string act;
+    int rope = 0;
     bool operator==(const Flags&) const = default;
   };
 
@@ -29,17 +35,20 @@ class Gemm final : public IType {
   const Flags& flags() const { return flags_; }
 
   std::string name() const override { return "Gemm"; }
-  // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu", "act=<op>"; "" for plain A @ B.
+  // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu", "act=<op>", "rope=<D>"; "" for plain A @ B.
   std::string params() const override;
   void validate(const NodeInfo&) const override;
   // Batch dims straight, the last two straight or (A, B, swiglu's B2) swapped; no broadcast (require_gemm_view).
   bool reads_view(int k, const TensorRange& v, const Coord4&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
-  bool late_input(int k) const override { return k == 2 && flags_.bias != Bias::none; }
+  // The bias and the rope tables are read in the epilogue only.
+  bool late_input(int k) const override { return k >= 2 && (flags_.bias != Bias::none || flags_.rope != 0); }
+  // The input index of the cos table (sin follows) of a rope Gemm: after A, B and the bias, if any.
+  int rope_input() const { return flags_.bias != Bias::none ? 3 : 2; }
   // How many pieces phase 0 (src/schedule/phase0_split_k.cpp) cuts this node's K into: the count, up
   // to Profile::gemm_split_k, whose instruction waves (plus Profile::gemm_split_chain_steps per extra
   // piece) take the least estimated time, when that is
-  // clearly less than unsplit; 1 for swiglu and for Gemms sharing A with others (gemm_group_n).
+  // clearly less than unsplit; 1 for swiglu, rope and for Gemms sharing A with others (gemm_group_n).
   int split_k(const NodeInfo&) const;
   // The K extent of each split but the last (a multiple of Profile::gemm_k).
   static int64_t split_k_chunk(int64_t K, int splits, int gemm_k);
@@ -54,6 +63,7 @@ class Gemm final : public IType {
   static Flags flags_for(const std::vector<TensorRange>& inputs, bool swiglu = false);
 
  private:
+  void validate_rope(const NodeInfo&) const;
   Flags flags_;
 };
 

@@ -142,7 +142,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
     // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200); a swiglu
     // tile's B panel is 128 columns of B and 128 of B2 (gemm_n 256). Flags become the template
-    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU, ACT> (kernels/mk/itypes/gemm.cuh).
+    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU, ACT, ROPE> (kernels/mk/itypes/gemm.cuh).
     const bool narrow_ok = profile.gemm_n_narrow == 0 || profile.gemm_n_narrow == 128;
     const Gemm::Flags& f = g->flags();
     if (profile.gemm_cta_m == 128 && (profile.gemm_n == 256 || (profile.gemm_n == 128 && !f.swiglu)) && narrow_ok &&
@@ -151,9 +151,12 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
       if (kGemmFlagsOnDevice && (kGemmTaOnDevice || !f.transpose_a) && (kGemmTbOnDevice || !f.transpose_b) &&
           (kGemmBiasOnDevice || f.bias == Gemm::Bias::none)) {
         const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias == Gemm::Bias::full ? 2 : 0;
-        return std::string("mk::GemmT<") + (f.transpose_a ? "true" : "false") + ", " +
-               (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias) +
-               (!f.act.empty() ? ", false, mk::Unary::" + UnaryStep::parse(f.act).name + ">" : f.swiglu ? ", true>" : ">");
+        std::string t = std::string("mk::GemmT<") + (f.transpose_a ? "true" : "false") + ", " +
+                        (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias);
+        if (f.swiglu || !f.act.empty() || f.rope != 0)
+          t += std::string(", ") + (f.swiglu ? "true" : "false") + ", mk::Unary::" +
+               (f.act.empty() ? std::string("identity") : UnaryStep::parse(f.act).name);
+        return t + (f.rope != 0 ? ", " + std::to_string(f.rope) + ">" : ">");
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "trace/fuse_attention_output.h"
 #include "trace/fuse_elementwise.h"
 #include "trace/fuse_gemm_act.h"
+#include "trace/fuse_gemm_rope.h"
 #include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_residual.h"
 #include "trace/fuse_rms_norm.h"
@@ -464,6 +465,7 @@ DAG trace(const FxGraph& g, bool fuse) {
   const FxGraph fused = fused_graph(g);
   DAG dag = Tracer(fused).run();
   fuse_gemm_act(dag);
+  fuse_gemm_rope(dag);
   fuse_attention_output(dag);
   fuse_elementwise(dag);
   return dag;

@@ -83,6 +83,14 @@
 //   epilogue computes silu(g) * u in fp32 and rounds once.
 // - ACT (`act=relu`, `gelu`, ...): the activation of the ElementwiseUnary the tracer folded in
 //   (src/trace/fuse_gemm_act.h), applied in fp32 after the bias, before the one rounding.
+// - ROPE (`rope=D`, D 64 or 128): the rotate_half rotary embedding of the Rope the tracer folded in
+//   (src/trace/fuse_gemm_rope.h), in fp32 after the bias: [Note: gemm rope epilogue].
+//
+// [Note: gemm rope epilogue] A tile's columns start on a head and hold whole heads (the host checks
+// the tile widths), so column n's rotate_half partner n -+ D/2 sits in the same thread: the accumulator
+// pair D/16 register groups (of 4) away. cos / sin (sources 2, 3, after a bias_row) are whole bf16
+// tables of T rows of D; row m of D reads table row m % T, column n % D, as 4-byte bf16 pairs through
+// L2 (ld.global.cg, like bias_row: the tables are late inputs, written earlier in the same launch).
 // Every operand is TMA'd from its own backing: 64x64 boxes, or the same boxes several per copy through
 // the slot's wide maps ([Note: gemm wide boxes]); the shared-memory layout is the same either way.
 //
@@ -142,9 +150,13 @@ constexpr bool kExpNoLoad = false;
 #endif
 
 // TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full;
-// SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias.
-template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, Unary ACT = Unary::identity>
+// SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias; ROPE: flag
+// `rope=D` ([Note: gemm rope epilogue]).
+template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, Unary ACT = Unary::identity,
+          int ROPE = 0>
 struct GemmT {
+  static_assert(ROPE == 0 || ROPE == 64 || ROPE == 128, "ROPE: 0 none, else the head dim 64 or 128");
+  static_assert(ROPE == 0 || (!SWIGLU && BIAS != 2 && ACT == Unary::identity), "rope goes with bias_row at most");
   static_assert(BIAS >= 0 && BIAS <= 2, "BIAS: 0 none, 1 row, 2 full");
   static_assert(!(SWIGLU && BIAS), "the swiglu Gemm has no bias");
   static_assert(!(SWIGLU && ACT != Unary::identity), "the swiglu Gemm has no activation");
@@ -431,12 +443,78 @@ struct GemmT {
     return make_float2(bf16_at(p), bf16_at(p + 1));
   }
 
+  // [Note: gemm rope epilogue] The cos / sin rows of this thread's accumulator rows r, r + 8 (clamped
+  // into the tile, like bias_rows): table row (m + r) % T of D.
+  struct RopeRows {
+    const u32* cos[2];
+    const u32* sin[2];
+  };
+  static __device__ __forceinline__ RopeRows rope_rows(const Ctx& c, const Dims& d, int wg) {
+    RopeRows t{};
+    if constexpr (ROPE != 0) {
+      constexpr int k = BIAS != 0 ? 3 : 2;
+      const SlotDesc &cs = c.slot(c.src_slot(k)), &sn = c.slot(c.src_slot(k + 1));
+      const long long T = static_cast<long long>(cs.dims[0]) * cs.dims[1] * cs.dims[2];
+      const int r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const long long row = (c.idx()[kD + 2] + min(r + 8 * h, d.m_rows - 1)) % T * (ROPE / 2);  // in pairs
+        t.cos[h] = reinterpret_cast<const u32*>(cs.ptr) + row;
+        t.sin[h] = reinterpret_cast<const u32*>(sn.ptr) + row;
+      }
+    }
+    return t;
+  }
+  // The bf16 pair at column col (even) of a table row, in fp32.
+  static __device__ __forceinline__ float2 rope_pair(const u32* row, int col) {
+    const u32 w = __ldcg(row + col / 2);
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  }
+  // [Note: gemm rope epilogue] Column group j of every head (j < D/16) with its partner group j + D/16:
+  // their 8 table pairs are loaded once and serve every head of the tile, and both groups' accumulators
+  // die together (loading each head's tables as the columns come spilled: the reuse across heads kept
+  // them all live next to the accumulators). Stores the rounded results in the staged page `out`.
+  template <int N>
+  static __device__ __forceinline__ void rope_epilogue(const float (&acc)[N / 2], unsigned char* out, const RopeRows& t,
+                                                       const BiasRows& bias, int l, int r0) {
+    constexpr int kHalf = ROPE / 16, kGroups = ROPE / 8;  // register groups of 8 columns: half a head, a head
+#pragma unroll
+    for (int j = 0; j < kHalf; ++j) {
+      const int col = 8 * j + 2 * (l & 3);
+      float2 cl[2], sl[2], ch[2], sh[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        cl[h] = rope_pair(t.cos[h], col), sl[h] = rope_pair(t.sin[h], col);
+        ch[h] = rope_pair(t.cos[h], col + ROPE / 2), sh[h] = rope_pair(t.sin[h], col + ROPE / 2);
+      }
+#pragma unroll
+      for (int head = 0; head < N / ROPE; ++head) {
+        const int il = head * kGroups + j, ih = il + kHalf;
+        float2 bl = make_float2(0.f, 0.f), bh = bl;
+        if constexpr (BIAS == 1) bl = bias_pair(bias, 0, 8 * il + 2 * (l & 3)), bh = bias_pair(bias, 0, 8 * ih + 2 * (l & 3));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float l0 = acc[4 * il + 2 * h] + bl.x, l1 = acc[4 * il + 2 * h + 1] + bl.y;
+          const float h0 = acc[4 * ih + 2 * h] + bh.x, h1 = acc[4 * ih + 2 * h + 1] + bh.y;
+          // rotate_half: the low half takes -high, the high half takes +low.
+          const __nv_bfloat162 lo = __floats2bfloat162_rn(l0 * cl[h].x - h0 * sl[h].x, l1 * cl[h].y - h1 * sl[h].y);
+          const __nv_bfloat162 hi = __floats2bfloat162_rn(h0 * ch[h].x + l0 * sh[h].x, h1 * ch[h].y + l1 * sh[h].y);
+          *reinterpret_cast<__nv_bfloat162*>(out + (il >> 3) * kBoxBytes + (((il & 7) ^ (l >> 2)) << 4) + (l & 3) * 4 +
+                                             (r0 + 8 * h) * 128) = lo;
+          *reinterpret_cast<__nv_bfloat162*>(out + (ih >> 3) * kBoxBytes + (((ih & 7) ^ (l >> 2)) << 4) + (l & 3) * 4 +
+                                             (r0 + 8 * h) * 128) = hi;
+        }
+      }
+      __syncwarp();  // keeps ptxas from hoisting the next group's table loads over these stores
+    }
+  }
+
   // [Note: gemm early bias] With MK_GEMM_BIAS_EARLY=1, a bias_row tile of <= 128 columns whose bias has no late
   // barrier (a graph input, or a producer the loader's early barriers cover: their acquire reaches the
   // consumers through full[0]) reads its bias right after k-tile 0 landed, into registers held across the
   // mainloop (bf16 pairs packed in 32 bits: 16 registers), instead of in the epilogue, where
   // its two batches of L2 round trips took ~2.7 us (benchmarks/notes.md Session 14).
-  static constexpr bool kBiasEarlyOk = MK_GEMM_BIAS_EARLY && BIAS == 1 && !SWIGLU;
+  static constexpr bool kBiasEarlyOk = MK_GEMM_BIAS_EARLY && BIAS == 1 && !SWIGLU && ROPE == 0;
   template <int N>
   static __device__ __forceinline__ void bias_early_load(const Ctx& c, const Dims& d, int wg, u32 (&be)[N / 8]) {
     const BiasRows b = bias_rows(c, d, wg);
@@ -540,10 +618,11 @@ struct GemmT {
     if (!active) return;
     BiasRows bias{};
     const bool tile = bias_tile(c);  // bias_full through the epilogue page ([Note: gemm bias tile])
-    if (BIAS != 0 && !tile) {
+    if ((BIAS != 0 || ROPE != 0) && !tile) {
       if (!wait_late_inputs(c)) return;
-      bias = bias_rows(c, d, wg);
+      if constexpr (BIAS != 0) bias = bias_rows(c, d, wg);
     }
+
 
     // Epilogue page: lid 6 (warpgroup 0), the last stage's B page once both warpgroups read it (1).
     // bias_full: once the storer's TMA brought this warpgroup's bias rows there ([Note: gemm bias tile]).
@@ -567,6 +646,9 @@ struct GemmT {
     // i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4 (conflict-free: the 8 rows of a
     // store hit 8 different chunks).
     const int w = c.warp & 3, l = c.lane, r0 = 16 * w + (l >> 2);
+    if constexpr (ROPE != 0) {
+      rope_epilogue<N>(acc, out, rope_rows(c, d, wg), bias, l, r0);
+    } else {
     // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
     // SWIGLU: output columns are the first N / 2 accumulator columns (B's), gated by silu and
     // multiplied by their B2 twins N / 2 further (register index + N / 4).
@@ -606,6 +688,7 @@ struct GemmT {
       // Bias loads are free to move ahead of the page stores (shared vs global): let them, one box of
       // columns at a time (the fence keeps ptxas from hoisting them all, which spills).
       if constexpr (BIAS != 0) if (!tile && (i & 7) == 7) __syncwarp();
+    }
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
     __syncwarp();

@@ -1,6 +1,6 @@
 // CPU reference semantics of Gemm (docs/itypes.md): D rows = A rows @ B panel (+ bias), accumulated over
 // all K in fp32 (+ bias, then the act) and rounded to bf16 once on store; swiglu: silu(A @ B) * (A @ B2)
-// in fp32, one rounding.
+// in fp32, one rounding; rope: the rotary embedding of each head's columns, in fp32 after the bias.
 // Transposed operands are loaded as the backing box they occupy and transposed here.
 #include "itypes/gemm.h"
 #include "itypes/elementwise.h"
@@ -71,6 +71,24 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
     const std::vector<float> c = ctx.load(slot, tile_box(o, row ? 1 : m_rows, n_cols));
     for (int64_t m = 0; m < m_rows; ++m)
       for (int64_t n = 0; n < n_cols; ++n) d[m * n_cols + n] += c[(row ? 0 : m * n_cols) + n];
+  }
+  if (flags_.rope != 0) {  // rotate_half of each head's columns, with table row m % T (the tile holds whole heads)
+    const int64_t D = flags_.rope, h = D / 2, n0 = d0[3];
+    const int k = rope_input();
+    const Coord4 ts = ctx.meta(in.src_slot(k)).padded();
+    const int64_t T = ts[0] * ts[1] * ts[2];
+    const std::vector<float> cs = ctx.load(in.src_slot(k), Box::of_shape(ts));
+    const std::vector<float> sn = ctx.load(in.src_slot(k + 1), Box::of_shape(ts));
+    std::vector<float> y(d.size());
+    for (int64_t m = 0; m < m_rows; ++m) {
+      const int64_t t = (d0[2] + m) % T * D;
+      for (int64_t n = 0; n < n_cols; ++n) {
+        const int64_t c = (n0 + n) % D;
+        const float x = d[m * n_cols + n], rot = c < h ? -d[m * n_cols + n + h] : d[m * n_cols + n - h];
+        y[m * n_cols + n] = x * cs[t + c] + rot * sn[t + c];
+      }
+    }
+    d.swap(y);
   }
   if (!flags_.act.empty()) {  // the folded activation, in fp32 before the rounding
     const UnaryStep act = UnaryStep::parse(flags_.act);
