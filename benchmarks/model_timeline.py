@@ -29,9 +29,12 @@ def capture(fwd, ids):
     Dispatcher.keep_slot_tensors = True  # the call keeps every slot as a tensor for the relaunches
     try:
         with torch.no_grad():
-            megakittens.compile(fwd)(ids)
+            out = megakittens.compile(fwd)(ids)
+            ref = fwd(ids)
     finally:
         Dispatcher.keep_slot_tensors = False
+    err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+    print(f"relative error of the output vs eager: {err:.3g}", flush=True)
     if len(mk_backend.dispatchers) != 1 or mk_backend.dispatchers[0].calls != 1:
         raise RuntimeError(f"expected one megakernel launch, saw {len(mk_backend.dispatchers)} compiled graphs")
     d = mk_backend.dispatchers[0]

@@ -220,8 +220,11 @@ __device__ __forceinline__ void worker_loop(Ctx& c) {
 // (C7510): each Gemm k-step took ~1520 SM cycles in the 8B model against ~1200 alone (H200, 2026-12-03,
 // benchmarks/notes.md Session 19). The other roles' loops are left to ptxas (inlining them too spilled
 // in warpgroup 2's 72 registers).
+// By value: when ptxas keeps this a call (it does for the storer once a program holds more bodies), a
+// reference would take the address of run_vm's one Ctx, which then lives in local memory for every role,
+// reloaded by every body (2425 LDL in an HF layer's kernel, 9% slower Gemms in the 8B, H200 2026-12-03).
 template <class V, class Role>
-__device__ void worker(Ctx& c) {
+__device__ __noinline__ void worker(Ctx c) {
   worker_loop<V, Role>(c);
 }
 

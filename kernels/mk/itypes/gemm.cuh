@@ -454,13 +454,15 @@ struct GemmT {
     if constexpr (ROPE != 0) {
       constexpr int k = BIAS != 0 ? 3 : 2;
       const SlotDesc &cs = c.slot(c.src_slot(k)), &sn = c.slot(c.src_slot(k + 1));
-      const long long T = static_cast<long long>(cs.dims[0]) * cs.dims[1] * cs.dims[2];
+      // 32-bit: a 64-bit % is a subroutine call, whose ABI put the whole Ctx in local memory (every
+      // body reloaded it: a 9% slower 8B kernel, H200 2026-12-03). M and T < 2^31 (the host's int32 words).
+      const u32 T = static_cast<u32>(cs.dims[0] * cs.dims[1] * cs.dims[2]);
       const int r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const long long row = (c.idx()[kD + 2] + min(r + 8 * h, d.m_rows - 1)) % T * (ROPE / 2);  // in pairs
-        t.cos[h] = reinterpret_cast<const u32*>(cs.ptr) + row;
-        t.sin[h] = reinterpret_cast<const u32*>(sn.ptr) + row;
+        const u32 row = static_cast<u32>(c.idx()[kD + 2] + min(r + 8 * h, d.m_rows - 1)) % T;
+        t.cos[h] = reinterpret_cast<const u32*>(cs.ptr) + static_cast<size_t>(row) * (ROPE / 2);  // in pairs
+        t.sin[h] = reinterpret_cast<const u32*>(sn.ptr) + static_cast<size_t>(row) * (ROPE / 2);
       }
     }
     return t;
