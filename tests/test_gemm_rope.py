@@ -1,6 +1,6 @@
 """Rope folded into the epilogue of the Gemm that projects q / k (src/trace/fuse_gemm_rope.h, Gemm flag
 `rope=D`, kernels/mk/itypes/gemm.cuh [Note: gemm rope epilogue]): the fusion fires on HF's pattern and on
-the (B, S, H, D) one, keeps the Rope where it must, and matches eager on the CPU reference interpreter; the
+the (B, S, H, D) one when MEGAKITTENS_FUSE=gemm_rope asks for it, keeps the Rope where it must, and matches eager on the CPU reference interpreter; the
 generated source compiles without spills. The GPU run is in tests/test_gpu_gemm.py."""
 import re
 
@@ -13,6 +13,12 @@ import megakittens.backend as mk_backend
 from common import rel_err
 
 BF16 = torch.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def gemm_rope_on(monkeypatch):
+    """The fusion is opt-in (src/trace/fuse_gemm_rope.h)."""
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rope")
 
 
 def rotate_half(t):
@@ -106,8 +112,8 @@ def test_rope_stays_where_it_cannot_fold(monkeypatch):
     assert all(rel_err(o, r.to(o.dtype)) <= 1e-2 for o, r in zip(out, ref))
     it = _itypes()
     assert it.count("Gemm(tb,rope=64)") == 1 and sum(t.startswith("Rope") for t in it) == 1, it  # k folds, q not
-    # turned off
-    monkeypatch.setenv("MEGAKITTENS_NO_FUSE", "gemm_rope")
+    # not asked for (the default)
+    monkeypatch.delenv("MEGAKITTENS_FUSE")
     torch._dynamo.reset()
     out, ref = _run(attn_block, block_inputs())
     assert rel_err(out, ref) <= 1e-2

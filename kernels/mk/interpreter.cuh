@@ -218,11 +218,11 @@ __device__ __forceinline__ void worker_loop(Ctx& c) {
 // The consumers' loop is always inlined: in a large program (a whole Llama) ptxas otherwise kept it a
 // separate function, and a wgmma pipeline crossing that call boundary made it serialize every wgmma
 // (C7510): each Gemm k-step took ~1520 SM cycles in the 8B model against ~1200 alone (H200, 2026-12-03,
-// benchmarks/notes.md Session 19). The other roles' loops are left to ptxas (inlining them too spilled
-// in warpgroup 2's 72 registers).
-// By value: when ptxas keeps this a call (it does for the storer once a program holds more bodies), a
-// reference would take the address of run_vm's one Ctx, which then lives in local memory for every role,
-// reloaded by every body (2425 LDL in an HF layer's kernel, 9% slower Gemms in the 8B, H200 2026-12-03).
+// benchmarks/notes.md Session 19). The loader's and storer's loops are always calls (inlining them
+// spilled in warpgroup 2's 72 registers), taking Ctx by value: ptxas had made the storer's a call once a
+// program held one more Gemm body, and through a reference run_vm's one Ctx then lived in local memory
+// for every role, reloaded by every body (2425 LDL against 246 in an HF layer's kernel; every Gemm of
+// the 8B ~9% slower, H200 2026-12-03, benchmarks/notes.md Session 21).
 template <class V, class Role>
 __device__ __noinline__ void worker(Ctx c) {
   worker_loop<V, Role>(c);

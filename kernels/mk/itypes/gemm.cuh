@@ -91,6 +91,11 @@
 // pair D/16 register groups (of 4) away. cos / sin (sources 2, 3, after a bias_row) are whole bf16
 // tables of T rows of D; row m of D reads table row m % T, column n % D, as 4-byte bf16 pairs through
 // L2 (ld.global.cg, like bias_row: the tables are late inputs, written earlier in the same launch).
+// Measured (HF 8B shape, D = 128, H200 2026-12-03, benchmarks/notes.md Session 21): a q tile's
+// consumer time 52.7 -> 60.6 us (median): the D/16 serial batches of table loads cost ~1 us each. With
+// Attention then reading q / k as (B, S, H, D) (38% more SM time) the kernel was 6.765 ms against 6.683
+// with the Rope kept, so the fusion is opt-in (src/trace/fuse_gemm_rope.h). Leads: TMA the tables' rows
+// into a free page during the mainloop, as the bias_full tile is.
 // Every operand is TMA'd from its own backing: 64x64 boxes, or the same boxes several per copy through
 // the slot's wide maps ([Note: gemm wide boxes]); the shared-memory layout is the same either way.
 //
@@ -651,46 +656,46 @@ struct GemmT {
     if constexpr (ROPE != 0) {
       rope_epilogue<N>(acc, out, rope_rows(c, d, wg), bias, l, r0);
     } else {
-    // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
-    // SWIGLU: output columns are the first N / 2 accumulator columns (B's), gated by silu and
-    // multiplied by their B2 twins N / 2 further (register index + N / 4).
+      // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
+      // SWIGLU: output columns are the first N / 2 accumulator columns (B's), gated by silu and
+      // multiplied by their B2 twins N / 2 further (register index + N / 4).
 #pragma unroll
-    for (int i = 0; i < (SWIGLU ? N / 16 : N / 8); ++i) {
-      unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
-      float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
-      if constexpr (kBiasEarly)
-        if (early) {
-          bv[0] = bv[1] = bias_unpack(be[i]);
-        }
-      if (!early) {
-        if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
-        if constexpr (BIAS == 2) {
-          if (tile) {  // this thread's pair of the bias tile, where its result goes
+      for (int i = 0; i < (SWIGLU ? N / 16 : N / 8); ++i) {
+        unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
+        float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
+        if constexpr (kBiasEarly)
+          if (early) {
+            bv[0] = bv[1] = bias_unpack(be[i]);
+          }
+        if (!early) {
+          if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+          if constexpr (BIAS == 2) {
+            if (tile) {  // this thread's pair of the bias tile, where its result goes
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-              bv[h] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + (r0 + 8 * h) * 128));
-          } else {
-            bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
-            bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
+              for (int h = 0; h < 2; ++h)
+                bv[h] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + (r0 + 8 * h) * 128));
+            } else {
+              bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
+              bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
+            }
           }
         }
-      }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float x0 = acc[4 * i + 2 * h], x1 = acc[4 * i + 2 * h + 1];
-        if constexpr (BIAS != 0) x0 += bv[h].x, x1 += bv[h].y;
-        if constexpr (ACT != Unary::identity) x0 = unary<ACT>(x0), x1 = unary<ACT>(x1);
-        if constexpr (SWIGLU) {
-          x0 = unary<Unary::silu>(x0) * acc[N / 4 + 4 * i + 2 * h];
-          x1 = unary<Unary::silu>(x1) * acc[N / 4 + 4 * i + 2 * h + 1];
+        for (int h = 0; h < 2; ++h) {
+          float x0 = acc[4 * i + 2 * h], x1 = acc[4 * i + 2 * h + 1];
+          if constexpr (BIAS != 0) x0 += bv[h].x, x1 += bv[h].y;
+          if constexpr (ACT != Unary::identity) x0 = unary<ACT>(x0), x1 = unary<ACT>(x1);
+          if constexpr (SWIGLU) {
+            x0 = unary<Unary::silu>(x0) * acc[N / 4 + 4 * i + 2 * h];
+            x1 = unary<Unary::silu>(x1) * acc[N / 4 + 4 * i + 2 * h + 1];
+          }
+          const __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
+          *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
         }
-        const __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
-        *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
+        // Bias loads are free to move ahead of the page stores (shared vs global): let them, one box of
+        // columns at a time (the fence keeps ptxas from hoisting them all, which spills).
+        if constexpr (BIAS != 0) if (!tile && (i & 7) == 7) __syncwarp();
       }
-      // Bias loads are free to move ahead of the page stores (shared vs global): let them, one box of
-      // columns at a time (the fence keeps ptxas from hoisting them all, which spills).
-      if constexpr (BIAS != 0) if (!tile && (i & 7) == 7) __syncwarp();
-    }
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
     __syncwarp();
