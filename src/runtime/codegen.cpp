@@ -151,12 +151,15 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
       if (kGemmFlagsOnDevice && (kGemmTaOnDevice || !f.transpose_a) && (kGemmTbOnDevice || !f.transpose_b) &&
           (kGemmBiasOnDevice || f.bias == Gemm::Bias::none)) {
         const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias == Gemm::Bias::full ? 2 : 0;
-        std::string t = std::string("mk::GemmT<") + (f.transpose_a ? "true" : "false") + ", " +
-                        (f.transpose_b ? "true" : "false") + ", " + std::to_string(bias);
-        if (f.swiglu || !f.act.empty() || f.rope != 0)
-          t += std::string(", ") + (f.swiglu ? "true" : "false") + ", mk::Unary::" +
-               (f.act.empty() ? std::string("identity") : UnaryStep::parse(f.act).name);
-        return t + (f.rope != 0 ? ", " + std::to_string(f.rope) + ">" : ">");
+        // TA, TB and BIAS always; the later parameters up to the last one that is not its default.
+        std::vector<std::string> a = {f.transpose_a ? "true" : "false", f.transpose_b ? "true" : "false",
+                                      std::to_string(bias), f.swiglu ? "true" : "false",
+                                      "mk::Unary::" + (f.act.empty() ? std::string("identity") : UnaryStep::parse(f.act).name),
+                                      std::to_string(f.rope)};
+        const size_t n = f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
+        std::string t = "mk::GemmT<";
+        for (size_t k = 0; k < n; ++k) t += (k ? ", " : "") + a[k];
+        return t + ">";
       }
     }
   }
