@@ -933,6 +933,45 @@ TEST(GemmIType, ActivationFlag) {
   }
 }
 
+TEST(GemmIType, RopeFlag) {
+  // `rope=D` (src/trace/fuse_gemm_rope.h): two table inputs after A, B (and a bias_row), late, never split
+  // along K; tiles hold whole heads; the tables are whole tensors of T rows of D, T dividing M.
+  Gemm::Flags f;
+  f.rope = 64;
+  const Gemm g(f);
+  const Profile p = Profile::h200();
+  const auto rope_node = [&](Shape table, int64_t N = 512, int64_t M = 256) {
+    return node({whole({M, 128}), whole({128, N}), whole(table), whole(table)}, {bf16({M, N})}, p);
+  };
+  g.validate(rope_node({128, 64}));  // T = 128 rows, M = 256: rows m % 128
+  EXPECT_EQ(g.params(), "rope=64");
+  EXPECT_EQ(g.rope_input(), 2);
+  EXPECT_TRUE(g.late_input(2) && g.late_input(3) && !g.late_input(1));
+  const NodeInfo n = rope_node({1, 256, 64});
+  EXPECT_EQ(g.split_k(n), 1);
+  const InstrDesc d = g.instruction(n, 0);
+  ASSERT_EQ(d.reads.size(), 4u);
+  EXPECT_EQ(d.reads[2], (std::vector<Box>{Box::of_shape({1, 1, 256, 64})}));  // the whole table
+  const std::string rows = error_of([&] { g.validate(rope_node({96, 64})); });  // 96 does not divide 256
+  EXPECT_NE(rows.find("rope cos table must be a whole tensor of T rows of D=64"), std::string::npos) << rows;
+  const std::string heads = error_of([&] { g.validate(rope_node({128, 64}, 480)); });
+  EXPECT_NE(heads.find("N is a multiple of the head dim 64"), std::string::npos) << heads;
+  Gemm::Flags bad = f;
+  bad.rope = 96;
+  const std::string dim = error_of([&] { Gemm(bad).validate(rope_node({128, 96}, 576)); });
+  EXPECT_NE(dim.find("head dims 64 and 128, got rope=96"), std::string::npos) << dim;
+  bad = f;
+  bad.act = "relu";
+  EXPECT_THROW(Gemm(bad).validate(rope_node({128, 64})), CompileError);
+  Profile narrow = p;
+  narrow.gemm_n_narrow = 96;
+  const std::string tiles = error_of([&] {
+    g.validate(node({whole({256, 128}), whole({128, 512}), whole({128, 64}), whole({128, 64})}, {bf16({256, 512})},
+                    narrow));
+  });
+  EXPECT_NE(tiles.find("tiles of whole heads"), std::string::npos) << tiles;
+}
+
 TEST(GemmIType, SeedMlpOnB200) {
   const Gemm g;
   const NodeInfo n = gemm_node({1024, 1024}, {1024, 1024}, Profile::b200(), 2);
