@@ -38,6 +38,11 @@ def env_info() -> dict:
             "date": datetime.date.today().isoformat(), "commit": commit(), "torch": torch.__version__}
 
 
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref|| / ||ref|| in fp64 (the models' accuracy measure, tests/test_gpu_llama.py)."""
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
 _FLUSH = None
 
 

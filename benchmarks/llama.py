@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from common import bench, host_ms, row, write
+from common import bench, host_ms, rel_err, row, write
 
 SHAPES = {  # name: (hidden, layers, heads, kv heads, intermediate, seq)
     "1b": (2048, 16, 32, 8, 8192, 1024),
@@ -101,7 +101,7 @@ def suite_llama(env):
                 os.environ.pop("MEGAKITTENS_CACHE_DIR", None)
             else:
                 os.environ["MEGAKITTENS_CACHE_DIR"] = old
-            err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+            err = rel_err(out, ref)
             base = {"eager": eager_ms}
             tc_cold = None
             if mode != "none":

@@ -21,9 +21,9 @@ TensorRange::Strided strided_on(const TensorRange& r, const TensorMeta& meta) {
   return s;
 }
 
-// x: the 4-D view of the Gemm's (M, N) output. Returns (batch dim, seq dim) of x's dims when x is
-// (B, H, S, D) or (B, S, H, D) in the Gemm's row-major memory: x[b, ., s, .] / x[b, s, ., .] at row
-// b S + s, column h D + d. The head dim is the other one of dims 1, 2.
+// x: the 4-D view of the Gemm's (M, N) output. Returns x's seq dim (2 or 1; the head dim is the other
+// of dims 1, 2) when x is (B, H, S, D) or (B, S, H, D) in the Gemm's row-major memory: x[b, h, s, d] /
+// x[b, s, h, d] at row b S + s, column h D + d.
 std::optional<int> seq_dim(const TensorRange::Strided& x, int64_t M, int64_t N) {
   if (x.sizes.size() != 4 || x.offset != 0) return std::nullopt;
   const auto& z = x.sizes;

@@ -459,8 +459,7 @@ struct GemmT {
     if constexpr (ROPE != 0) {
       constexpr int k = BIAS != 0 ? 3 : 2;
       const SlotDesc &cs = c.slot(c.src_slot(k)), &sn = c.slot(c.src_slot(k + 1));
-      // 32-bit: a 64-bit % is a subroutine call, whose ABI put the whole Ctx in local memory (every
-      // body reloaded it: a 9% slower 8B kernel, H200 2026-12-03). M and T < 2^31 (the host's int32 words).
+      // 32-bit: a 64-bit % is a subroutine call (__cuda_sm20_rem_s64). M and T < 2^31 (int32 words).
       const u32 T = static_cast<u32>(cs.dims[0] * cs.dims[1] * cs.dims[2]);
       const int r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
 #pragma unroll
@@ -629,7 +628,6 @@ struct GemmT {
       if (!wait_late_inputs(c)) return;
       if constexpr (BIAS != 0) bias = bias_rows(c, d, wg);
     }
-
 
     // Epilogue page: lid 6 (warpgroup 0), the last stage's B page once both warpgroups read it (1).
     // bias_full: once the storer's TMA brought this warpgroup's bias rows there ([Note: gemm bias tile]).
