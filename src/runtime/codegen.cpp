@@ -194,12 +194,15 @@ XmapPlan xmap_plan(const Program& p) {
   for (const auto& n : p.nodes) {
     const std::string name = n.itype->name();
     if (name == "Gemm") {
-      // A, B and swiglu's B2 (TMA loads, wide maps too) and D (TMA store); a bias_full tile is TMA-loaded
-      // in D's boxes (kernels/mk/itypes/gemm.cuh [Note: gemm bias tile]), a bias row read with plain loads.
+      // A, B and swiglu's B2 (TMA loads, wide maps too) and D (TMA store); a bias_full tile and the rope
+      // tables are TMA-loaded in D's boxes (kernels/mk/itypes/gemm.cuh [Note: gemm bias tile], [Note: gemm
+      // rope tables]), a bias row read with plain loads.
       const Gemm::Flags& f = static_cast<const Gemm&>(*n.itype).flags();
       const size_t loaded = f.swiglu ? 3 : 2;
       for (size_t k = 0; k < n.src_slots.size() && k < loaded; ++k) used[n.src_slots[k]] = x.wide[n.src_slots[k]] = true;
       if (f.bias == Gemm::Bias::full && n.src_slots.size() > 2) used[n.src_slots[2]] = true;
+      if (f.rope != 0)
+        for (size_t k = f.bias != Gemm::Bias::none ? 3 : 2; k < n.src_slots.size(); ++k) used[n.src_slots[k]] = true;
       for (int s : n.dst_slots) used[s] = true;
     } else if (name == "Attention") {
       const unsigned bshd = static_cast<const Attention&>(*n.itype).bshd();

@@ -94,8 +94,13 @@
 // Measured (HF 8B shape, D = 128, H200 2026-12-03, benchmarks/notes.md Session 21): a q tile's
 // consumer time 52.7 -> 60.6 us (median): the D/16 serial batches of table loads cost ~1 us each. With
 // Attention then reading q / k as (B, S, H, D) (38% more SM time) the kernel was 6.765 ms against 6.683
-// with the Rope kept, so the fusion is opt-in (src/trace/fuse_gemm_rope.h). Leads: TMA the tables' rows
-// into a free page during the mainloop, as the bias_full tile is.
+// with the Rope kept, so the fusion is opt-in (src/trace/fuse_gemm_rope.h).
+// [Note: gemm rope tables] So where a warpgroup's (at most) 64 rows lie in one run of the tables' rows, the
+// storer TMA-loads their cos and sin rows (64 x D each, through the tables' xmaps) into the page the
+// warpgroup stages its epilogue in, as a bias_full tile: warpgroup 0's at the instruction's start,
+// warpgroup 1's once the last k-tile is read. cos goes in boxes [0, D/64), sin in [D/64, D/32): at the
+// places of output columns [0, D) and [D, 2D). Rows that wrap at T or cross a batch of a (B, S, D) table
+// read through L2 as above.
 // Every operand is TMA'd from its own backing: 64x64 boxes, or the same boxes several per copy through
 // the slot's wide maps ([Note: gemm wide boxes]); the shared-memory layout is the same either way.
 //
@@ -172,12 +177,14 @@ struct GemmT {
   // Indices (docs/itypes.md): A.b A.d A.r A.c | B.b B.d B.r B.c | D.b D.d D.r D.c | m_rows(+pair) n_cols K
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
+  static constexpr int kRopeSrc = BIAS != 0 ? 3 : 2;  // sources of the cos and sin tables: kRopeSrc, + 1
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
   // (the 4 warps of a warpgroup wrote their epilogue), issued (the loader issued every k-tile).
   // ready[4] (the peer's stage page is free, [Note: gemm multicast]), bias[2] (bias_full: the warpgroup's
-  // bias rows landed in its epilogue page, TMA bytes; [Note: gemm bias tile]).
+  // bias rows landed in its epilogue page, TMA bytes; [Note: gemm bias tile]; rope: its table rows,
+  // [Note: gemm rope tables]).
   static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12, kBias = 16;
-  static constexpr int num_semaphores = BIAS == 2 ? 18 : 16;
+  static constexpr int num_semaphores = BIAS == 2 || ROPE != 0 ? 18 : 16;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmpty && i < kFixed) ? kConsumerWarps * kClusterSize : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
@@ -457,8 +464,7 @@ struct GemmT {
   static __device__ __forceinline__ RopeRows rope_rows(const Ctx& c, const Dims& d, int wg) {
     RopeRows t{};
     if constexpr (ROPE != 0) {
-      constexpr int k = BIAS != 0 ? 3 : 2;
-      const SlotDesc &cs = c.slot(c.src_slot(k)), &sn = c.slot(c.src_slot(k + 1));
+      const SlotDesc &cs = c.slot(c.src_slot(kRopeSrc)), &sn = c.slot(c.src_slot(kRopeSrc + 1));
       // 32-bit: a 64-bit % is a subroutine call (__cuda_sm20_rem_s64). M and T < 2^31 (int32 words).
       const u32 T = static_cast<u32>(cs.dims[0] * cs.dims[1] * cs.dims[2]);
       const int r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
@@ -476,13 +482,56 @@ struct GemmT {
     const u32 w = __ldcg(row + col / 2);
     return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
   }
+  // [Note: gemm rope tables] Whether warpgroup wg's table rows are TMA-loaded into its epilogue page: its
+  // rows (from the tile's m origin + 64 wg, at most 64) lie in one run of the tables' row dim (no wrap at
+  // T, nor at a batch of a (B, S, D) table). coords: the boxes' (row, d, b) on the tables.
+  static __device__ __forceinline__ bool rope_tile(const Ctx& c, const Dims& d, int wg, i32* coords = nullptr) {
+    if constexpr (ROPE == 0) return false;
+    const i32* t = c.slot(c.src_slot(kRopeSrc)).dims;
+    const u32 R = static_cast<u32>(t[2]), T = static_cast<u32>(t[0] * t[1]) * R;
+    const u32 t0 = static_cast<u32>(c.idx()[kD + 2] + kBox * wg) % T, r = t0 % R;
+    if (r + static_cast<u32>(min(kBox, d.m_rows - kBox * wg)) > R) return false;
+    if (coords) coords[0] = static_cast<i32>(r), coords[1] = static_cast<i32>(t0 / R % t[1]), coords[2] = static_cast<i32>(t0 / R / t[1]);
+    return true;
+  }
+  // [Note: gemm rope tables] Storer, whole warp: TMA-load warpgroup wg's cos rows (64 x D) into boxes
+  // [0, D/64) of `lid` and its sin rows into boxes [D/64, D/32), one 64x64 box a lane, arriving on bias[wg]
+  // with their bytes. The caller owns the page.
+  static __device__ __forceinline__ void rope_tile_load(Ctx& c, const Dims& d, int wg, int lid) {
+    constexpr int kHalfBoxes = ROPE / kBox, nb = 2 * kHalfBoxes;
+    i32 at[3];
+    rope_tile(c, d, wg, at);
+    const TensorMap* map = c.lane < nb ? c.xmap_lane(c.src_slot(kRopeSrc + c.lane / kHalfBoxes)) : nullptr;
+    if (c.lane == 0)
+      cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                    c.sem(kBias + wg), static_cast<u32>(nb * kBoxBytes));
+    __syncwarp();
+    if (c.lane < nb) {
+      const i32 coords[4] = {kBox * (c.lane % kHalfBoxes), at[0], at[1], at[2]};
+      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global,
+                                      c.page(lid) + c.lane * kBoxBytes, map, coords, c.sem(kBias + wg));
+    }
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kBias + wg));
+  }
+  // Thread lane l's column pair of register group i (columns 8i + 2(l % 4), +1) in page row `row` of a staged
+  // 64 x 256 tile: box i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4.
+  static __device__ __forceinline__ unsigned char* pair_at(unsigned char* page, int i, int l, int row) {
+    return page + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4 + row * 128;
+  }
+  static __device__ __forceinline__ float2 staged_pair(unsigned char* page, int i, int l, int row) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(pair_at(page, i, l, row)));
+  }
   // [Note: gemm rope epilogue] Column group j of every head (j < D/16) with its partner group j + D/16:
   // their 8 table pairs are loaded once and serve every head of the tile, and both groups' accumulators
   // die together (loading each head's tables as the columns come spilled: the reuse across heads kept
   // them all live next to the accumulators). Stores the rounded results in the staged page `out`.
+  // staged: the tables are in `out` ([Note: gemm rope tables]): cos column n at the place of output column
+  // n, sin column n at that of output column D + n, so a thread reads its pairs where it (alone) writes
+  // later, and group j's writes reach only pairs read already.
   template <int N>
-  static __device__ __forceinline__ void rope_epilogue(const float (&acc)[N / 2], unsigned char* out, const RopeRows& t,
-                                                       const BiasRows& bias, int l, int r0) {
+  static __device__ __forceinline__ void rope_epilogue(const float (&acc)[N / 2], unsigned char* out, bool staged,
+                                                       const RopeRows& t, const BiasRows& bias, int l, int r0) {
     constexpr int kHalf = ROPE / 16, kGroups = ROPE / 8;  // register groups of 8 columns: half a head, a head
 #pragma unroll
     for (int j = 0; j < kHalf; ++j) {
@@ -490,8 +539,14 @@ struct GemmT {
       float2 cl[2], sl[2], ch[2], sh[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        cl[h] = rope_pair(t.cos[h], col), sl[h] = rope_pair(t.sin[h], col);
-        ch[h] = rope_pair(t.cos[h], col + ROPE / 2), sh[h] = rope_pair(t.sin[h], col + ROPE / 2);
+        if (staged) {
+          const int row = r0 + 8 * h;
+          cl[h] = staged_pair(out, j, l, row), ch[h] = staged_pair(out, j + kHalf, l, row);
+          sl[h] = staged_pair(out, kGroups + j, l, row), sh[h] = staged_pair(out, kGroups + j + kHalf, l, row);
+        } else {
+          cl[h] = rope_pair(t.cos[h], col), sl[h] = rope_pair(t.sin[h], col);
+          ch[h] = rope_pair(t.cos[h], col + ROPE / 2), sh[h] = rope_pair(t.sin[h], col + ROPE / 2);
+        }
       }
 #pragma unroll
       for (int head = 0; head < N / ROPE; ++head) {
@@ -505,10 +560,8 @@ struct GemmT {
           // rotate_half: the low half takes -high, the high half takes +low.
           const __nv_bfloat162 lo = __floats2bfloat162_rn(l0 * cl[h].x - h0 * sl[h].x, l1 * cl[h].y - h1 * sl[h].y);
           const __nv_bfloat162 hi = __floats2bfloat162_rn(h0 * ch[h].x + l0 * sh[h].x, h1 * ch[h].y + l1 * sh[h].y);
-          *reinterpret_cast<__nv_bfloat162*>(out + (il >> 3) * kBoxBytes + (((il & 7) ^ (l >> 2)) << 4) + (l & 3) * 4 +
-                                             (r0 + 8 * h) * 128) = lo;
-          *reinterpret_cast<__nv_bfloat162*>(out + (ih >> 3) * kBoxBytes + (((ih & 7) ^ (l >> 2)) << 4) + (l & 3) * 4 +
-                                             (r0 + 8 * h) * 128) = hi;
+          *reinterpret_cast<__nv_bfloat162*>(pair_at(out, il, l, r0 + 8 * h)) = lo;
+          *reinterpret_cast<__nv_bfloat162*>(pair_at(out, ih, l, r0 + 8 * h)) = hi;
         }
       }
       __syncwarp();  // keeps ptxas from hoisting the next group's table loads over these stores
@@ -623,14 +676,15 @@ struct GemmT {
     }
     if (!active) return;
     BiasRows bias{};
-    const bool tile = bias_tile(c);  // bias_full through the epilogue page ([Note: gemm bias tile])
-    if ((BIAS != 0 || ROPE != 0) && !tile) {
+    // bias_full or the rope tables through the epilogue page ([Note: gemm bias tile], [Note: gemm rope tables]).
+    const bool tile = staged_tile(c, d, wg);
+    if (BIAS == 1 || ((BIAS == 2 || ROPE != 0) && !tile)) {  // a bias row, or the tables, read through L2
       if (!wait_late_inputs(c)) return;
       if constexpr (BIAS != 0) bias = bias_rows(c, d, wg);
     }
 
     // Epilogue page: lid 6 (warpgroup 0), the last stage's B page once both warpgroups read it (1).
-    // bias_full: once the storer's TMA brought this warpgroup's bias rows there ([Note: gemm bias tile]).
+    // A staged tile: once the storer's TMA brought this warpgroup's rows there.
     unsigned char* out;
     if (tile) {
       if (!wait(c, c.sem(kBias + wg), 0)) return;
@@ -652,7 +706,7 @@ struct GemmT {
     // store hit 8 different chunks).
     const int w = c.warp & 3, l = c.lane, r0 = 16 * w + (l >> 2);
     if constexpr (ROPE != 0) {
-      rope_epilogue<N>(acc, out, rope_rows(c, d, wg), bias, l, r0);
+      rope_epilogue<N>(acc, out, tile, tile ? RopeRows{} : rope_rows(c, d, wg), bias, l, r0);
     } else {
       // Bias: added in fp32 before the one rounding, column pair 8i + 2(l % 4) of rows r0 (+8).
       // SWIGLU: output columns are the first N / 2 accumulator columns (B's), gated by silu and
@@ -705,6 +759,15 @@ struct GemmT {
   static __device__ __forceinline__ bool bias_tile(const Ctx& c) {
     return BIAS == 2 && c.idx()[kBiasOff] % c.slot(c.src_slot(2)).dims[3] % 8 == 0;
   }
+  // Whether the storer TMA-loads warpgroup wg's epilogue input (bias_full rows or rope tables) into its
+  // epilogue page, and that load itself.
+  static __device__ __forceinline__ bool staged_tile(const Ctx& c, const Dims& d, int wg) {
+    return BIAS == 2 ? bias_tile(c) : rope_tile(c, d, wg);
+  }
+  static __device__ __forceinline__ void staged_load(Ctx& c, const Dims& d, int wg, int lid) {
+    if constexpr (BIAS == 2) bias_tile_load(c, d, wg, lid);
+    else if constexpr (ROPE != 0) rope_tile_load(c, d, wg, lid);
+  }
   // [Note: gemm bias tile] Storer, whole warp: TMA-load warpgroup wg's bias rows (64 x n_cols, one 64x64
   // box a lane) into `lid`, arriving on bias[wg] with their bytes. The caller owns the page.
   static __device__ __forceinline__ void bias_tile_load(Ctx& c, const Dims& d, int wg, int lid) {
@@ -734,19 +797,20 @@ struct GemmT {
     const Dims d = dims(idx);
     if (d.m_rows > 0) {
       const bool two = kBox < d.m_rows;  // warpgroup 1 has rows
-      if (bias_tile(c)) {
+      const bool t0 = staged_tile(c, d, 0), t1 = two && staged_tile(c, d, 1);
+      if (t0 || t1) {
         // [Note: gemm bias tile] Warpgroup 0's rows into the epilogue page at once when the bias is
-        // there already (a residual); else (a split-K chain's previous piece) the stages but the last
-        // drain first, so that the late bias holds back only the last k-tile's pages. Then the last
-        // k-tile's wait, warpgroup 1's rows into its B page (K = 0: free).
+        // there already (a residual, the rope tables); else (a split-K chain's previous piece) the stages
+        // but the last drain first, so that the late bias holds back only the last k-tile's pages. Then
+        // the last k-tile's wait, warpgroup 1's rows into its B page (K = 0: free).
         const bool now = late_inputs_ready(c);
         if (!now && !warp_ok(c, c.lane != 0 || drain(c, d, 0, d.nk - 1))) return;
         if (!now && !wait_late_inputs(c)) return;
-        if (!warp_ok(c, c.lane != 0 || page_wait_lane(c, kEpiLid))) return;
-        bias_tile_load(c, d, 0, kEpiLid);
+        if (t0 && !warp_ok(c, c.lane != 0 || page_wait_lane(c, kEpiLid))) return;
+        if (t0) staged_load(c, d, 0, kEpiLid);
         if (!warp_ok(c, c.lane != 0 || drain(c, d, now ? 0 : d.nk - 1, d.nk))) return;
-        if (two && !warp_ok(c, c.lane != 0 || d.nk > 0 || page_wait_lane(c, b_lid(0)))) return;
-        if (two) bias_tile_load(c, d, 1, b_lid(d.last));
+        if (t1 && !warp_ok(c, c.lane != 0 || d.nk > 0 || page_wait_lane(c, b_lid(0)))) return;
+        if (t1) staged_load(c, d, 1, b_lid(d.last));
       } else if (!warp_ok(c, c.lane != 0 || drain(c, d, 0, d.nk))) {
         return;
       }
