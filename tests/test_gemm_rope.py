@@ -1,7 +1,8 @@
 """Rope folded into the epilogue of the Gemm that projects q / k (src/trace/fuse_gemm_rope.h, Gemm flag
 `rope=D`, kernels/mk/itypes/gemm.cuh [Note: gemm rope epilogue]): the fusion fires on HF's pattern and on
-the (B, S, H, D) one when MEGAKITTENS_FUSE=gemm_rope asks for it, keeps the Rope where it must, and matches eager on the CPU reference interpreter; the
-generated source compiles without spills. The GPU run is in tests/test_gpu_gemm.py."""
+the (B, S, H, D) one (by default at head dim 64, at every head dim with MEGAKITTENS_FUSE=gemm_rope, at none with
+MEGAKITTENS_FUSE=no_gemm_rope), keeps the Rope where it must, and matches eager on the CPU reference interpreter;
+the generated source compiles without spills. The GPU run is in tests/test_gpu_gemm.py."""
 import re
 
 import pytest
@@ -17,7 +18,7 @@ BF16 = torch.bfloat16
 
 @pytest.fixture(autouse=True)
 def gemm_rope_on(monkeypatch):
-    """The fusion is opt-in (src/trace/fuse_gemm_rope.h)."""
+    """Every head dim (the default folds D = 64 only: src/trace/fuse_gemm_rope.h)."""
     monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rope")
 
 
@@ -112,13 +113,17 @@ def test_rope_stays_where_it_cannot_fold(monkeypatch):
     assert all(rel_err(o, r.to(o.dtype)) <= 1e-2 for o, r in zip(out, ref))
     it = _itypes()
     assert it.count("Gemm(tb,rope=64)") == 1 and sum(t.startswith("Rope") for t in it) == 1, it  # k folds, q not
-    # not asked for (the default)
+    # the default: D 64 folds, D 128 keeps its Rope; MEGAKITTENS_FUSE=no_gemm_rope keeps both
     monkeypatch.delenv("MEGAKITTENS_FUSE")
-    torch._dynamo.reset()
-    out, ref = _run(attn_block, block_inputs())
-    assert rel_err(out, ref) <= 1e-2
-    it = _itypes()
-    assert sum(t.startswith("Rope") for t in it) == 2 and not any("rope=" in t for t in it), it
+    for D, env, folds in [(64, None, True), (128, None, False), (64, "no_gemm_rope", False)]:
+        if env:
+            monkeypatch.setenv("MEGAKITTENS_FUSE", env)
+        torch._dynamo.reset()
+        out, ref = _run(attn_block, block_inputs(D=D))
+        assert rel_err(out, ref) <= 1e-2
+        it = _itypes()
+        assert it.count(f"Gemm(tb,rope={D})") == (2 if folds else 0), (D, env, it)
+        assert sum(t.startswith("Rope") for t in it) == (0 if folds else 2), (D, env, it)
 
 
 def _nvrtc():

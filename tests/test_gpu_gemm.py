@@ -548,7 +548,7 @@ def test_split_k_vs_fp32(case, global_queue, cluster):
 def test_gemm_rope_epilogue_vs_fp32(D, B, S, table, bshd, bias, cluster_size, global_work_queue, monkeypatch):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
-    monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rope")  # opt-in (src/trace/fuse_gemm_rope.h)
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rope")  # every head dim (the default folds D 64: src/trace/fuse_gemm_rope.h)
     from test_gemm_rope import attn_block, block_inputs
     args = [a.cuda() for a in block_inputs(B=B, S=S, D=D, H=8, KV=2, table=table, bias=bias, hidden=512)]
 

@@ -80,8 +80,8 @@ def test_bad_inputs_raise_clear_errors():
 
 @pytest.mark.parametrize("gemm_rope", [True, False])
 def test_fusion_fires_on_hf_llama_model(gemm_rope, monkeypatch):
-    if gemm_rope:  # opt-in (src/trace/fuse_gemm_rope.h)
-        monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rope")
+    if not gemm_rope:  # the default folds head dim 64 (src/trace/fuse_gemm_rope.h)
+        monkeypatch.setenv("MEGAKITTENS_FUSE", "no_gemm_rope")
     model = _hf_model("LlamaModel", layers=2)
     ids = torch.randint(0, 512, (2, 48))
     with torch.no_grad():

@@ -2,9 +2,9 @@
 // Llama's q and k projections): the Gemm's `rope` flag rotates each head's columns in fp32 before the one
 // rounding, so the Rope's pass over q / k and its place on the layer's critical path go away, and
 // attention reads q / k straight from the projection's (B, S, H, D) output. Runs on the traced DAG,
-// after op resolution, only with MEGAKITTENS_FUSE=gemm_rope: in the HF 8B kernel it is not faster yet
-// (6.765 ms with it, 6.683 without, H200 2026-12-03: the epilogue adds ~8 us per q tile and Attention
-// reading q / k in (B, S, H, D) took 38% more SM time, more than the Rope instructions it saves).
+// after op resolution. By default at head dim 64 only, where it measured faster (H200, same call: HF 1B
+// kernel 5.234 ms with it, 5.349 without; the 8B at D 128 6.907 vs 6.711: kernels/mk/itypes/gemm.cuh
+// [Note: gemm rope epilogue]); MEGAKITTENS_FUSE=gemm_rope folds every head dim, =no_gemm_rope none.
 #pragma once
 #include "ir/dag.h"
 

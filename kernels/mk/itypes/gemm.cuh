@@ -94,8 +94,10 @@
 // Measured (HF 8B shape, D = 128, H200 2026-12-03, benchmarks/notes.md Session 21): a q tile's
 // consumer time 52.7 -> 60.6 us (median): the D/16 serial batches of table loads cost ~1 us each. With
 // Attention then reading q / k as (B, S, H, D) (38% more SM time) the kernel was 6.765 ms against 6.683
-// with the Rope kept, so the fusion is opt-in (src/trace/fuse_gemm_rope.h).
-// [Note: gemm rope tables] So where a warpgroup's (at most) 64 rows lie in one run of the tables' rows, the
+// with the Rope kept. With the tables staged as below (same call, H200 2026-12-03, Session 22): HF 1B
+// (D 64, seq 1024) 5.234 ms fused vs 5.349 kept; HF 8B (D 128, seq 2048) 6.907 vs 6.711. So the tracer
+// folds D = 64 only by default (src/trace/fuse_gemm_rope.h).
+// [Note: gemm rope tables] Where a warpgroup's (at most) 64 rows lie in one run of the tables' rows, the
 // storer TMA-loads their cos and sin rows (64 x D each, through the tables' xmaps) into the page the
 // warpgroup stages its epilogue in, as a bias_full tile: warpgroup 0's at the instruction's start,
 // warpgroup 1's once the last k-tile is read. cos goes in boxes [0, D/64), sin in [D/64, D/32): at the
