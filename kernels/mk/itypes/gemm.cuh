@@ -517,7 +517,8 @@ struct GemmT {
     if (c.lane == 0) arrive(c.sem(kBias + wg));
   }
   // Thread lane l's column pair of register group i (columns 8i + 2(l % 4), +1) in page row `row` of a staged
-  // 64 x 256 tile: box i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4.
+  // 64 x 256 tile: box i/8, 16-byte chunk i%8 of the row, swizzled by row % 8 = l/4 (the thread's rows are
+  // 16 w + l/4 and + 8). Every epilogue writes its results there.
   static __device__ __forceinline__ unsigned char* pair_at(unsigned char* page, int i, int l, int row) {
     return page + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4 + row * 128;
   }
@@ -715,7 +716,7 @@ struct GemmT {
       // multiplied by their B2 twins N / 2 further (register index + N / 4).
 #pragma unroll
       for (int i = 0; i < (SWIGLU ? N / 16 : N / 8); ++i) {
-        unsigned char* box = out + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4;
+        unsigned char* box = pair_at(out, i, l, 0);  // + (r0 + 8h) * 128: rows r0, r0 + 8
         float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
         if constexpr (kBiasEarly)
           if (early) {
