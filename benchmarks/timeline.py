@@ -20,8 +20,8 @@ Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), ch
 (gemm4k_nt, k132_nt: B as nn.Linear's (N, K) weight; o8b, swiglu8b: the 8B o projection + residual and SwiGLU at
 2048 tokens), mlp512 and mlp1024 (the
 seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one
-column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM) and k132 (132 wide tiles,
-K 16384: the step with every SM loading).
+column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM), k132 (132 wide tiles,
+K 16384: the step with every SM loading) and attn2k / attn2k_d64 (SDPA at (16, 16, 2048, 128 / 64), full).
 A second line per case reads the per-SM intervals' tail: the mean interval (what the span pays; the median
 hides slow intervals), the phase medians of the instructions that close the slowest tenth of intervals next
 to those closing the faster half, and the spread of the SMs' finish times.
@@ -85,7 +85,23 @@ def cases():
         "k256": (lambda a, b: a @ b, [r(128, 16384) * 0.01, r(16384, 256)]),
         "k64x128": (lambda a, b: a @ b, [r(64, 16384) * 0.01, r(16384, 128)]),
         "k132": (lambda a, b: a @ b, [r(1536, 16384) * 0.01, r(16384, 2816)]),
+        # Attention alone (issue 5's first shape, full; and at head dim 64). `cublas:attn2k_cudnn` in
+        # benchmarks/ncu_case.py: torch's cuDNN SDPA on the same inputs.
+        "attn2k": (_sdpa, [r(16, 16, 2048, 128) for _ in range(3)]),
+        "attn2k_cudnn": (_sdpa_cudnn, [r(16, 16, 2048, 128) for _ in range(3)]),
+        "attn2k_d64": (_sdpa, [r(16, 16, 2048, 64) for _ in range(3)]),
+        "attn2k_d64_cudnn": (_sdpa_cudnn, [r(16, 16, 2048, 64) for _ in range(3)]),
     }
+
+
+def _sdpa(q, k, v):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def _sdpa_cudnn(q, k, v):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        return _sdpa(q, k, v)
 
 
 def pct(v: torch.Tensor, q: float) -> float:
