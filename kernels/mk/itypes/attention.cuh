@@ -11,9 +11,9 @@
 //   are released once its last block is consumed.
 // - Consumers (warps 0-7): warpgroup w owns query rows 64w..64w+63: S (64 x BN, BN/2 fp32 registers
 //   per thread), O (64 x D, D/2 registers), P (bf16, BN/4 registers). Turn 0 issues S_0; turn kb
-//   issues S_kb and O += P_{kb-1} V_{kb-1} together, then the softmax of S_kb runs while the P V
-//   wgmma is in flight (intra-warpgroup overlap), and O is rescaled once it lands; the last turn issues
-//   the last P V. Ping-pong: the two warpgroups take turns issuing (mbarriers turn[0], turn[1]), so
+//   issues S_kb, rescales O by the previous block's correction while S_kb runs, issues
+//   O += P_{kb-1} V_{kb-1}, then the softmax of S_kb runs while the P V wgmma is in flight
+//   (intra-warpgroup overlap, [Note: attention overlap]); the last turn issues the last P V. Ping-pong: the two warpgroups take turns issuing (mbarriers turn[0], turn[1]), so
 //   one's softmax overlaps the other's wgmma. Epilogue: O / l in bf16 into the warpgroup's own Q
 //   boxes in lid 0 (no other warpgroup reads them), proxy fence, staged[w].
 // - Storer (warp 10): reuse barriers, waits staged[0] and staged[1] (both, so that lid 0 is free of
@@ -62,6 +62,10 @@
 // blocks to be consumed) before it can begin the next instruction, so with one loader the next Q and
 // first K / V blocks went out only after this one's mainloop. H200, 2026-12-03: HF 8B 4 layers 8.11 ->
 // 7.71 ms, 1B 16 layers 6.89 -> 6.79 ms (benchmarks/notes.md Session 19). 0: one loader warp.
+// [Note: attention overlap]: 0 lets ptxas hoist the P V wait above the softmax again (for A/B runs).
+#ifndef MK_ATTN_SPLIT_SOFTMAX
+#define MK_ATTN_SPLIT_SOFTMAX 1
+#endif
 #ifndef MK_ATTN_TWO_LOADERS
 #define MK_ATTN_TWO_LOADERS 1
 #endif
@@ -306,10 +310,27 @@ struct Attention {
     for (int h = 0; h < 2; ++h) l[h] = kFirst ? sum[h] : l[h] * corr[h] + sum[h];
   }
 
+  // [Note: attention overlap] ptxas schedules `wgmma.wait_group 0` (WARPGROUP.DEPBAR) as early as its
+  // basic block allows: with the softmax and the wait in one block it hoisted the wait above the whole
+  // softmax (nvdisasm, 2026-12-03), so the softmax ran after the P V wgmma instead of under it (ncu on the
+  // H200, (16, 16, 2048, 128) full: 11.6% of the consumers' loop samples on that wait). A branch on the
+  // softmax's result ends the block: the wait cannot move above it. The condition never holds (l is a
+  // sum of exponentials, >= 0 or NaN), so it costs one add, one compare and one untaken branch.
+  static __device__ __forceinline__ void end_softmax_block(const float (&l)[2]) {
+    if (MK_ATTN_SPLIT_SOFTMAX && l[0] + l[1] < 0.f) __trap();
+  }
+
   // A block needs the mask when it reaches past kv_end or (causal) past the warpgroup's first row.
   template <int BN>
   static __device__ __forceinline__ bool needs_mask(int j0, int kv_end, int first_row) {
     return j0 + BN > kv_end || (P::causal && j0 + BN - 1 > first_row);
+  }
+
+  // O *= corr (per row half), before O += P V of the block whose softmax produced corr.
+  template <int D>
+  static __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&corr)[2]) {
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
   }
 
   // Ping-pong: wait for this warpgroup's turn t / hand the next turn to the other warpgroup.
@@ -372,18 +393,19 @@ struct Attention {
       ptx::wgmma_fence();
       issue_s<D, BN>(s, q, ptx::smem_addr(c.page(G::k_lid(sk))));
       ptx::wgmma_commit();
+      rescale_o<D>(o, corr);  // the previous block's correction, while S_kb runs
+      ptx::wgmma_fence();     // O was written since the last fence
       issue_pv<D, BN>(o, p, ptx::smem_addr(c.page(G::v_lid(sv)) + G::kVOffset));
       ptx::wgmma_commit();
       pass_turn(c, wg);
       ptx::wgmma_wait<1>();  // S_kb has landed; P V may still run
       fence_all(s);
       softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane);
+      end_softmax_block(l);
       ptx::wgmma_wait<0>();
       fence_all(o);
       fence_all(p);
       release_stage(c, sv);  // K_{kb-1} was read in the previous turn, V_{kb-1} now
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
 #pragma unroll
       for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
     }
@@ -394,6 +416,7 @@ struct Attention {
       if (!mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((nb - 1) / G::kStages) & 1), kFullV + sv) ||
           !my_turn(c, wg, nb))
         return;
+      rescale_o<D>(o, corr);
       fence_all(o);
       fence_all(p);
       ptx::wgmma_fence();
