@@ -37,11 +37,15 @@ def _backend_ms(fn, args, backend, iters):
 
 
 def suite_attention(env, modes=("per_sm", "global")):
-    """MK_BENCH_TAG=x names the rows and the result file attention_x (a kernel variant run side by side)."""
+    """MK_BENCH_TAG=x names the rows and the result file attention_x (a kernel variant run side by side);
+    MK_ATTN_SHAPES="B,H,S,D;..." runs those shapes only."""
     tag = os.environ.get("MK_BENCH_TAG", "")
     suite = "attention" + (f"_{tag}" if tag else "")
     rows = []
-    for (B, H, S, D) in SHAPES:
+    # MK_ATTN_SHAPES="16,16,2048,128;16,16,2048,64": a subset (variant sweeps).
+    shapes = [tuple(int(x) for x in t.split(",")) for t in os.environ["MK_ATTN_SHAPES"].split(";")] \
+        if os.environ.get("MK_ATTN_SHAPES") else SHAPES
+    for (B, H, S, D) in shapes:
         args = [torch.randn(B, H, S, D, dtype=BF16, device="cuda") for _ in range(3)]
         for causal in (False, True):
             fn = _sdpa(causal)
