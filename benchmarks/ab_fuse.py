@@ -1,5 +1,7 @@
 """Same-process A/B of a MEGAKITTENS_FUSE setting on an HF Llama shape, calls interleaved so that drift
 (clocks, a neighbour) hits both sides alike: `python3 benchmarks/ab_fuse.py hf:1b no_gemm_rope` on a GPU.
+A setting `VAR=value` sets that environment variable instead while the B side compiles, e.g.
+`python3 benchmarks/ab_fuse.py hf:1b MEGAKITTENS_PROFILE=balance_costs=1`.
 Prints per round the median call latency (bench: CUDA events, GPU idle before) and device time
 (bench(device_only=True)) of the default and of the setting, then the medians over rounds."""
 from __future__ import annotations
@@ -28,13 +30,14 @@ def main(case="hf:1b", setting="no_gemm_rope", rounds=7):
 
     with torch.no_grad():
         ref = fwd_default(ids)
-        os.environ.pop("MEGAKITTENS_FUSE", None)
+        var, value = setting.split("=", 1) if "=" in setting else ("MEGAKITTENS_FUSE", setting)
+        os.environ.pop(var, None)
         a = megakittens.compile(fwd_default)
         out_a = a(ids)
-        os.environ["MEGAKITTENS_FUSE"] = setting  # read when the graph is traced (the first call)
+        os.environ[var] = value  # read when the graph is traced and scheduled (the first call)
         b = megakittens.compile(fwd_setting)
         out_b = b(ids)
-        os.environ.pop("MEGAKITTENS_FUSE", None)
+        os.environ.pop(var, None)
         print(f"{case}: rel. err vs eager: default {rel_err(out_a, ref):.3g}, {setting} {rel_err(out_b, ref):.3g}")
         res = {k: [] for k in ("call default", f"call {setting}", "device default", f"device {setting}")}
         for r in range(rounds):
