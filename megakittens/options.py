@@ -19,7 +19,7 @@ _OVERRIDE_RANGES = {
     "gemm_split_k": (lambda v: 1 <= v <= 64, "from 1 (never split) to 64"),
     "gemm_split_chain_steps": (lambda v: 0 <= v <= 1000, "from 0 to 1000"),
     "rms_norm_pages": (lambda v: 1 <= v <= 3, "1, 2 or 3"),
-    "balance_costs": (lambda v: v in (0, 1), "0 (off) or 1"),
+    "balance_costs": (lambda v: v in (0, 1, 2), "0 (off), 1 (every node) or 2 (nodes of at most 2 instructions per SM)"),
 }
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")

@@ -175,7 +175,7 @@ def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=Non
     split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's.
     fuse: _C.trace's (False: no fusion passes, each aten op its own node).
     rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction, 1-3), None: the profile's.
-    balance_costs: Profile.balance_costs (0 or 1), None: the profile's."""
+    balance_costs: Profile.balance_costs (0, 1 or 2), None: the profile's."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
     profile = _C.Profile.by_name("h200", num_sms)

@@ -35,9 +35,12 @@ struct Profile {
   // K/V rows are read in whole blocks of attn_kv_block (the device's kv block; 1 = exactly [0, kv_end)).
   int attn_kv_block = 128;
   // 1: a node's instructions of unequal IType::cost are spread over the SMs by it (causal Attention;
-  // src/schedule/phase1_place.cpp [Note: cost-balanced placement]); 0: they keep the IType's order (the
-  // default: on an HF 8B 4-layer kernel, 1 measured 6.516 ms against 6.479, benchmarks/notes.md Session 20).
+  // src/schedule/phase1_place.cpp [Note: cost-balanced placement]); 0: they keep the IType's order;
+  // 2 (h200): only nodes of at most kBalanceMaxPerSm instructions per SM, where the IType's order leaves
+  // the largest imbalance (benchmarks/notes.md Session 23: HF 1B, 2 tiles per SM, device time 5.261 ->
+  // 5.128 ms; HF 8B, 4 per SM, 6.780 -> 6.771 ms and 6.479 -> 6.516 in Session 20).
   int balance_costs = 0;
+  static constexpr int kBalanceMaxPerSm = 2;
 
   // The seed's B200: 148 SMs, 512x256 GEMM pair tiles (256 rows per CTA), 512-row attention pairs.
   static Profile b200();

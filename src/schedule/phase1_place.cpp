@@ -32,8 +32,11 @@ bool same_rows(const Edge& a, const Edge& b) {
 // cost so far, and each slot runs its share shortest first. Instructions of one node never wait for each
 // other, so any order is valid. With the per-head order (longest to shortest tile of each head, round
 // robin) an 8B layer's 512 causal tiles gave one SM 40 key blocks against 33 on average.
-// Off by default (Profile::balance_costs = 0 keeps the IType's order): in a whole 8B kernel the balanced
-// tiles were no faster (6.516 ms vs 6.479; longest first on every SM: ~20 us slower per layer).
+// Profile::balance_costs = 2 (h200's) balances only nodes of at most two instructions per SM: there the
+// IType's order is most uneven (an HF 1B layer, 256 tiles: 12 key blocks on some SMs, 9 on average) and
+// balancing measured faster (device time 5.261 -> 5.128 ms); an 8B layer's 512 tiles were no faster
+// balanced (6.780 -> 6.771 ms, Session 20 6.479 -> 6.516; longest first on every SM: ~20 us slower per
+// layer). benchmarks/notes.md Sessions 20 and 23.
 void balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t start,
                    int64_t num_sms, int64_t G) {
   const int64_t n = static_cast<int64_t>(descs.size());
@@ -135,7 +138,10 @@ void phase1_count_and_place(ScheduleState& st) {
              " operands for a node with ", n.inputs.size(), "/", n.outputs.size());
       descs.push_back(std::move(d));
     }
-    if (st.opt.profile.balance_costs) balance_costs(descs, *n.itype, info, ns.start, st.opt.profile.num_sms, c);
+    const Profile& pf = st.opt.profile;
+    if (pf.balance_costs == 1 ||
+        (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
+      balance_costs(descs, *n.itype, info, ns.start, pf.num_sms, c);
     st.sched_of[n.id] = static_cast<int>(st.prog.nodes.size());
     st.prog.nodes.push_back(std::move(ns));
     st.infos.push_back(std::move(info));
