@@ -31,7 +31,9 @@ after the launch's first publish (the per-step hand-off latency of a dependent c
 Every case also prints the host time of one launch call (common.host_ms) and where the launch's device
 time goes around the instructions (launch_cost; `launch` is device time only, bench(device_only=True)).
 With MEGAKITTENS_DEFINES=MK_GEMM_WAIT_STATS=1 a Gemm case also prints which side of the k-tile ring waits
-(`waits:` line, kernels/mk/itypes/gemm.cuh [Note: gemm wait stats]).
+(`waits:` line, kernels/mk/itypes/gemm.cuh [Note: gemm wait stats]); with MK_ATTN_WAIT_STATS=1 an attention
+case prints where its consumer loop's cycles go (`attention loop:` line, attention.cuh [Note: attention wait
+stats]).
 Environment: MODES ("per_sm global"), CLUSTER (1 or 2), MEGAKITTENS_DEFINES / MEGAKITTENS_PROFILE (A/B runs)."""
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ import megakittens.ops  # noqa: E402,F401
 BF16 = torch.bfloat16
 (PUBLISH, LOAD_BEGIN, INPUTS, LOAD_END, COMP_BEGIN, COMP_END, STORE_BEGIN, REUSE, HANDBACK, COMPLETE,
  STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END, EPILOGUE_READY, CTA_ENTRY, CTA_READY,
- LOOP_CYCLES, FULL_WAIT_CYCLES, EMPTY_WAIT_CYCLES) = range(22)
+ LOOP_CYCLES, FULL_WAIT_CYCLES, EMPTY_WAIT_CYCLES, ATTN_TURN_WAIT, ATTN_ISSUE, ATTN_S_WAIT, ATTN_SOFTMAX,
+ ATTN_PV_WAIT) = range(27)
 PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
           ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
           ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END),
@@ -146,6 +149,7 @@ def analyse(name: str, t: torch.Tensor, mode: str, ms: float) -> None:
         tail(real, g, closing, t0)
     launch_cost(t, t0, int(real[:, STORE_END].max()), ms)
     wait_stats(real)
+    attn_stats(real)
     turns(real)
 
 
@@ -153,7 +157,7 @@ def wait_stats(real: torch.Tensor) -> None:
     """Gemm under MEGAKITTENS_DEFINES=MK_GEMM_WAIT_STATS=1 (kernels/mk/itypes/gemm.cuh [Note: gemm wait
     stats]): the fraction of consumer 0's mainloop cycles spent waiting for full stages and the loader's
     cycles waiting for empty ones (relative to the same mainloop), median / p90 over instructions."""
-    r = real[real[:, LOOP_CYCLES] > 0]
+    r = real[(real[:, LOOP_CYCLES] > 0) & (real[:, ATTN_SOFTMAX] == 0)]
     if r.numel() == 0:
         return
     loop = r[:, LOOP_CYCLES].double()
@@ -163,6 +167,23 @@ def wait_stats(real: torch.Tensor) -> None:
     print(f"    waits: consumer 0 on full {q(full, .5):.3f}/{q(full, .9):.3f}, loader on empty "
           f"{q(empty, .5):.3f}/{q(empty, .9):.3f} of the mainloop's {q(loop, .5):.0f} cycles "
           f"(SM clock {q(ghz, .5):.2f} GHz)", flush=True)
+
+
+def attn_stats(real: torch.Tensor) -> None:
+    """Attention under MEGAKITTENS_DEFINES=MK_ATTN_WAIT_STATS=1 (kernels/mk/itypes/attention.cuh [Note:
+    attention wait stats]): consumer warp 0's loop cycles (turns 1 .. nb-1) and each part's share of them,
+    median / p90 over instructions."""
+    r = real[(real[:, ATTN_SOFTMAX] > 0) & (real[:, LOOP_CYCLES] > 0)]
+    if r.numel() == 0:
+        return
+    loop = r[:, LOOP_CYCLES].double()
+    q = lambda v, f: float(torch.quantile(v, f))  # noqa: E731
+    parts = [("kv", FULL_WAIT_CYCLES), ("turn", ATTN_TURN_WAIT), ("issue", ATTN_ISSUE), ("s_wait", ATTN_S_WAIT),
+             ("softmax", ATTN_SOFTMAX), ("pv_wait", ATTN_PV_WAIT)]
+    rest = loop - sum(r[:, w].double() for _, w in parts)
+    shares = [f"{n} {q(r[:, w].double() / loop, .5):.3f}/{q(r[:, w].double() / loop, .9):.3f}" for n, w in parts]
+    print(f"    attention loop: {q(loop, .5):.0f}/{q(loop, .9):.0f} cycles; shares " + ", ".join(shares) +
+          f", rest {q(rest / loop, .5):.3f}/{q(rest / loop, .9):.3f}", flush=True)
 
 
 def turns(real: torch.Tensor) -> None:

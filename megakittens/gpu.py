@@ -31,7 +31,7 @@ _KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
 
 # Event words per instruction row of a timeline (kernels/mk/vm.cuh kTimelineWords).
-TIMELINE_WORDS = 22
+TIMELINE_WORDS = 27
 
 
 def kernels_dir() -> str:

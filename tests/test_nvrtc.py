@@ -150,14 +150,17 @@ def test_gemm_source_compiles_without_spills(case, cluster):
 EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bias_row", "baddbmm_all", "flag_mix")] + \
     [("MK_GEMM_MULTICAST", c, 2) for c in ("mlp_1024", "flag_mix")] + \
     [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")] + \
-    [("MK_ATTN_TWO_LOADERS=0", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))]
+    [("MK_ATTN_TWO_LOADERS=0", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))] + \
+    [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_WAIT_STATS", "MK_ATTN_SPLIT_SOFTMAX=0",
+                                                     "MK_ATTN_PINGPONG=0")]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
 def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
     of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
-    (MK_ATTN_TWO_LOADERS=0)."""
+    (MK_ATTN_TWO_LOADERS=0), its loop's cycle split (MK_ATTN_WAIT_STATS), the softmax in the P V wait's
+    block (MK_ATTN_SPLIT_SOFTMAX=0) and no ping-pong (MK_ATTN_PINGPONG=0)."""
     name, _, value = define.partition("=")
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{name}={value or 1}")
     if define.startswith("MK_ATTN_") and not ATTN_CASES:

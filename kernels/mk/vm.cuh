@@ -279,8 +279,11 @@ enum TimelineEvent {
   kEvCtaEntry, kEvCtaReady,
   // Gemm under MK_GEMM_WAIT_STATS (values in SM cycles, itypes/gemm.cuh [Note: gemm wait stats]):
   // consumer 0's mainloop and its part spent waiting for full stages; the loader's waits for empty ones.
+  // Attention uses the first two for its loop and its K / V waits (itypes/attention.cuh [Note: attention
+  // wait stats], MK_ATTN_WAIT_STATS), and these for the rest of the loop's parts:
   kEvMainloopCycles, kEvFullWaitCycles, kEvEmptyWaitCycles,
-  kTimelineWords = 22
+  kEvAttnTurnWait, kEvAttnIssue, kEvAttnSWait, kEvAttnSoftmax, kEvAttnPvWait,
+  kTimelineWords = 27
 };
 __device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
   const u64 t = c.g->c.timeline;

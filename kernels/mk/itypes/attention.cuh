@@ -66,6 +66,14 @@
 #ifndef MK_ATTN_SPLIT_SOFTMAX
 #define MK_ATTN_SPLIT_SOFTMAX 1
 #endif
+// [Note: attention wait stats] MK_ATTN_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 splits
+// its loop's SM cycles (turns 1 .. nb-1) into K / V waits, turn waits, the issue (S, rescale, P V, the turn
+// passed), the wait for S, the softmax and the wait for P V; the rest is the release, the pack and the loop
+// itself. Timeline words kEvMainloopCycles (the loop), kEvFullWaitCycles (K / V) and kEvAttn* (mk/vm.cuh);
+// benchmarks/timeline.py prints their shares.
+#ifndef MK_ATTN_WAIT_STATS
+#define MK_ATTN_WAIT_STATS 0
+#endif
 #ifndef MK_ATTN_TWO_LOADERS
 #define MK_ATTN_TWO_LOADERS 1
 #endif
@@ -342,6 +350,33 @@ struct Attention {
     for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
   }
 
+  // [Note: attention wait stats]: cycles since the last lap, per part of the loop.
+  struct Laps {
+    enum { kKv, kTurn, kIssue, kSWait, kSoftmax, kPvWait, kParts };
+    long long t = 0, begin = 0;
+    u64 v[kParts] = {};
+    __device__ __forceinline__ void start() {
+      if constexpr (MK_ATTN_WAIT_STATS) begin = t = clock64();
+    }
+    __device__ __forceinline__ void lap(int k) {
+      if constexpr (MK_ATTN_WAIT_STATS) {
+        const long long n = clock64();
+        v[k] += static_cast<u64>(n - t);
+        t = n;
+      }
+    }
+    __device__ __forceinline__ void report(const Ctx& c) const {
+      if (!MK_ATTN_WAIT_STATS || c.warp != 0) return;
+      mark(c, kEvMainloopCycles, static_cast<u64>(clock64() - begin));
+      mark(c, kEvFullWaitCycles, v[kKv]);
+      mark(c, kEvAttnTurnWait, v[kTurn]);
+      mark(c, kEvAttnIssue, v[kIssue]);
+      mark(c, kEvAttnSWait, v[kSWait]);
+      mark(c, kEvAttnSoftmax, v[kSoftmax]);
+      mark(c, kEvAttnPvWait, v[kPvWait]);
+    }
+  };
+
   // Ping-pong: wait for this warpgroup's turn t / hand the next turn to the other warpgroup.
   static __device__ __forceinline__ bool my_turn(Ctx& c, int wg, int t) {
     if (!MK_ATTN_PINGPONG) return true;
@@ -390,12 +425,16 @@ struct Attention {
     for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
 
     // Turn kb: S_kb = Q K_kb^T and O += P_{kb-1} V_{kb-1}; the softmax of S_kb overlaps the P V wgmma.
+    Laps laps;
+    laps.start();
     for (int kb = 1; kb < nb; ++kb) {
       const int sk = kb % G::kStages, sv = (kb - 1) % G::kStages;
       if (!mma_wait(c, c.sem(kFullK + sk), static_cast<u32>((kb / G::kStages) & 1), kFullK + sk) ||
-          !mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((kb - 1) / G::kStages) & 1), kFullV + sv) ||
-          !my_turn(c, wg, kb))
+          !mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((kb - 1) / G::kStages) & 1), kFullV + sv))
         return;
+      laps.lap(Laps::kKv);
+      if (!my_turn(c, wg, kb)) return;
+      laps.lap(Laps::kTurn);
       fence_all(s);
       fence_all(o);
       fence_all(p);
@@ -407,17 +446,22 @@ struct Attention {
       issue_pv<D, BN>(o, p, ptx::smem_addr(c.page(G::v_lid(sv)) + G::kVOffset));
       ptx::wgmma_commit();
       pass_turn(c, wg);
+      laps.lap(Laps::kIssue);
       ptx::wgmma_wait<1>();  // S_kb has landed; P V may still run
       fence_all(s);
+      laps.lap(Laps::kSWait);
       softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane);
       end_softmax_block(l);
+      laps.lap(Laps::kSoftmax);
       ptx::wgmma_wait<0>();
       fence_all(o);
       fence_all(p);
+      laps.lap(Laps::kPvWait);
       release_stage(c, sv);  // K_{kb-1} was read in the previous turn, V_{kb-1} now
 #pragma unroll
       for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
     }
+    laps.report(c);
 
     // Last turn: O += P_{nb-1} V_{nb-1}.
     {
