@@ -13,8 +13,9 @@
 //   per thread), O (64 x D, D/2 registers), P (bf16, BN/4 registers). Turn 0 issues S_0; turn kb
 //   issues S_kb, rescales O by the previous block's correction while S_kb runs, issues
 //   O += P_{kb-1} V_{kb-1}, then the softmax of S_kb runs while the P V wgmma is in flight
-//   (intra-warpgroup overlap, [Note: attention overlap]); the last turn issues the last P V. Ping-pong: the two warpgroups take turns issuing (mbarriers turn[0], turn[1]), so
-//   one's softmax overlaps the other's wgmma. Epilogue: O / l in bf16 into the warpgroup's own Q
+//   (intra-warpgroup overlap, [Note: attention overlap]); the last turn issues the last P V.
+//   Ping-pong: the two warpgroups take turns issuing (mbarriers turn[0], turn[1]), so one's softmax
+//   overlaps the other's wgmma. Epilogue: O / l in bf16 into the warpgroup's own Q
 //   boxes in lid 0 (no other warpgroup reads them), proxy fence, staged[w].
 // - Storer (warp 10): reuse barriers, waits staged[0] and staged[1] (both, so that lid 0 is free of
 //   every reader), TMA-stores the boxes of rows < q_rows (clipped at Sq), releases lid 0, store_done.
