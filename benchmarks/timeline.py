@@ -171,8 +171,9 @@ def wait_stats(real: torch.Tensor) -> None:
 
 def attn_stats(real: torch.Tensor) -> None:
     """Attention under MEGAKITTENS_DEFINES=MK_ATTN_WAIT_STATS=1 (kernels/mk/itypes/attention.cuh [Note:
-    attention wait stats]): consumer warp 0's loop cycles (turns 1 .. nb-1) and each part's share of them,
-    median / p90 over instructions."""
+    attention wait stats]): consumer warp 0's loop cycles (turns 1 .. nb-1), the SM clock, the loop's share
+    of the instruction's compute (the rest: Q, the first block, the last P V, the epilogue), and each part's
+    share of the loop, median / p90 over instructions."""
     r = real[(real[:, ATTN_SOFTMAX] > 0) & (real[:, LOOP_CYCLES] > 0)]
     if r.numel() == 0:
         return
@@ -182,7 +183,10 @@ def attn_stats(real: torch.Tensor) -> None:
              ("softmax", ATTN_SOFTMAX), ("pv_wait", ATTN_PV_WAIT)]
     rest = loop - sum(r[:, w].double() for _, w in parts)
     shares = [f"{n} {q(r[:, w].double() / loop, .5):.3f}/{q(r[:, w].double() / loop, .9):.3f}" for n, w in parts]
-    print(f"    attention loop: {q(loop, .5):.0f}/{q(loop, .9):.0f} cycles; shares " + ", ".join(shares) +
+    loop_ns = durations(r, FIRST_FULL, MAINLOOP_END)[0].double().clamp(min=1)
+    of_compute = loop_ns / durations(r, COMP_BEGIN, COMP_END)[0].double().clamp(min=1)
+    print(f"    attention loop: {q(loop, .5):.0f}/{q(loop, .9):.0f} cycles (SM clock {q(loop / loop_ns, .5):.2f} GHz, "
+          f"{q(of_compute, .5):.3f} of the instruction's compute); shares " + ", ".join(shares) +
           f", rest {q(rest / loop, .5):.3f}/{q(rest / loop, .9):.3f}", flush=True)
 
 

@@ -70,8 +70,9 @@
 // [Note: attention wait stats] MK_ATTN_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 splits
 // its loop's SM cycles (turns 1 .. nb-1) into K / V waits, turn waits, the issue (S, rescale, P V, the turn
 // passed), the wait for S, the softmax and the wait for P V; the rest is the release, the pack and the loop
-// itself. Timeline words kEvMainloopCycles (the loop), kEvFullWaitCycles (K / V) and kEvAttn* (mk/vm.cuh);
-// benchmarks/timeline.py prints their shares.
+// itself. Timeline words kEvMainloopCycles (the loop), kEvFullWaitCycles (K / V) and kEvAttn* (mk/vm.cuh),
+// and the loop's begin and end times in kEvFirstFull / kEvMainloopEnd; benchmarks/timeline.py prints the
+// shares, the SM clock and the loop's share of the instruction's compute.
 #ifndef MK_ATTN_WAIT_STATS
 #define MK_ATTN_WAIT_STATS 0
 #endif
@@ -356,8 +357,11 @@ struct Attention {
     enum { kKv, kTurn, kIssue, kSWait, kSoftmax, kPvWait, kParts };
     long long t = 0, begin = 0;
     u64 v[kParts] = {};
-    __device__ __forceinline__ void start() {
-      if constexpr (MK_ATTN_WAIT_STATS) begin = t = clock64();
+    __device__ __forceinline__ void start(const Ctx& c) {
+      if constexpr (MK_ATTN_WAIT_STATS) {
+        if (c.warp == 0) mark(c, kEvFirstFull);  // the loop's begin and end in time too: the SM clock
+        begin = t = clock64();
+      }
     }
     __device__ __forceinline__ void lap(int k) {
       if constexpr (MK_ATTN_WAIT_STATS) {
@@ -369,6 +373,7 @@ struct Attention {
     __device__ __forceinline__ void report(const Ctx& c) const {
       if (!MK_ATTN_WAIT_STATS || c.warp != 0) return;
       mark(c, kEvMainloopCycles, static_cast<u64>(clock64() - begin));
+      mark(c, kEvMainloopEnd);
       mark(c, kEvFullWaitCycles, v[kKv]);
       mark(c, kEvAttnTurnWait, v[kTurn]);
       mark(c, kEvAttnIssue, v[kIssue]);
@@ -427,7 +432,7 @@ struct Attention {
 
     // Turn kb: S_kb = Q K_kb^T and O += P_{kb-1} V_{kb-1}; the softmax of S_kb overlaps the P V wgmma.
     Laps laps;
-    laps.start();
+    laps.start(c);
     for (int kb = 1; kb < nb; ++kb) {
       const int sk = kb % G::kStages, sv = (kb - 1) % G::kStages;
       if (!mma_wait(c, c.sem(kFullK + sk), static_cast<u32>((kb / G::kStages) & 1), kFullK + sk) ||
