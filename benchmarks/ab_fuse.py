@@ -31,13 +31,18 @@ def main(case="hf:1b", setting="no_gemm_rope", rounds=7):
     with torch.no_grad():
         ref = fwd_default(ids)
         var, value = setting.split("=", 1) if "=" in setting else ("MEGAKITTENS_FUSE", setting)
-        os.environ.pop(var, None)
+        if not var.startswith("MEGAKITTENS_"):
+            raise SystemExit(f"ab_fuse: {setting!r}: the variable must be a MEGAKITTENS_* one "
+                             "(e.g. MEGAKITTENS_PROFILE=balance_costs=1)")
+        old = os.environ.pop(var, None)
         a = megakittens.compile(fwd_default)
         out_a = a(ids)
         os.environ[var] = value  # read when the graph is traced and scheduled (the first call)
         b = megakittens.compile(fwd_setting)
         out_b = b(ids)
         os.environ.pop(var, None)
+        if old is not None:
+            os.environ[var] = old
         print(f"{case}: rel. err vs eager: default {rel_err(out_a, ref):.3g}, {setting} {rel_err(out_b, ref):.3g}")
         res = {k: [] for k in ("call default", f"call {setting}", "device default", f"device {setting}")}
         for r in range(rounds):

@@ -38,12 +38,13 @@ def _backend_ms(fn, args, backend, iters):
 
 def suite_attention(env, modes=("per_sm", "global")):
     """MK_BENCH_TAG=x names the rows and the result file attention_x (a kernel variant run side by side);
-    MK_ATTN_SHAPES="B,H,S,D;..." runs those shapes only."""
-    tag = os.environ.get("MK_BENCH_TAG", "")
+    MK_ATTN_SHAPES="B,H,S,D;..." runs those shapes only (into attention_subset without a tag)."""
+    # A subset of the shapes never replaces results/attention.json (BENCHMARKS.md's rows).
+    tag = os.environ.get("MK_BENCH_TAG", "") or ("subset" if os.environ.get("MK_ATTN_SHAPES") else "")
     suite = "attention" + (f"_{tag}" if tag else "")
     rows = []
     # MK_ATTN_SHAPES="16,16,2048,128;16,16,2048,64": a subset (variant sweeps).
-    shapes = [tuple(int(x) for x in t.split(",")) for t in os.environ["MK_ATTN_SHAPES"].split(";")] \
+    shapes = [tuple(int(x) for x in t.split(",")) for t in os.environ["MK_ATTN_SHAPES"].split(";") if t.strip()] \
         if os.environ.get("MK_ATTN_SHAPES") else SHAPES
     for (B, H, S, D) in shapes:
         args = [torch.randn(B, H, S, D, dtype=BF16, device="cuda") for _ in range(3)]

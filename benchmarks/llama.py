@@ -1,7 +1,7 @@
 """Issue 6 benchmark: Hugging Face LlamaModel prefill (batch 1, random bf16 weights, sdpa, use_cache=False)
 at the Llama-3.2-1B shape (16 layers, seq 1024) and the Llama-3-8B shape (4 layers, seq 2048):
 megakittens (cold compile with an empty JIT cache, warm compile from the disk cache, latency) against eager
-and torch.compile in the same run (its cold and warm compile too, Inductor's caches in a fresh directory); MK_LLAMA_CASES picks the cases ("hf:1b,example:8b", ...; examples/llama.py
+and torch.compile in the same run (its cold and warm compile too, in a fresh Inductor / Triton cache); MK_LLAMA_CASES picks the cases ("hf:1b,example:8b", ...; examples/llama.py
 includes the lm_head). MK_TC_MODE picks torch.compile's mode ("max-autotune-no-cudagraphs"
 by default; "none" skips it, e.g. to save device time)."""
 from __future__ import annotations
@@ -105,22 +105,21 @@ def suite_llama(env):
             base = {"eager": eager_ms}
             tc_cold = tc_warm = None
             if mode != "none":
-                # Inductor's caches in a fresh directory: cold is cold even after earlier processes, and
-                # warm (a second compile after Dynamo's reset) reads what the cold one wrote, as ours does.
-                old_tc = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-                with tempfile.TemporaryDirectory() as tc_cache:
-                    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tc_cache
+                # Inductor's and Triton's caches in a fresh directory (in-memory caches cleared too):
+                # cold is cold after earlier cases and processes; warm (a second compile after Dynamo's
+                # reset, the in-memory caches cleared again) reads what the cold one wrote to disk, as ours does.
+                import torch._inductor.utils as iu
+                fresh = getattr(iu, "fresh_cache", None) or iu.fresh_inductor_cache
+                clear = getattr(iu, "clear_caches", None) or iu.clear_inductor_caches
+                with fresh():
                     torch._dynamo.reset()
                     tc = torch.compile(fwd, mode=mode)
                     tc_cold, _ = _timed_first_call(tc, ids)
                     torch._dynamo.reset()
+                    clear()
                     tc = torch.compile(fwd, mode=mode)
                     tc_warm, _ = _timed_first_call(tc, ids)
                     base = {f"torch.compile({mode})": bench(lambda: tc(ids), iters=10, warmup=2), **base}
-                if old_tc is None:
-                    os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-                else:
-                    os.environ["TORCHINDUCTOR_CACHE_DIR"] = old_tc
         rows.append(row("llama", case, "latency", "ms", mk_ms, base, env, higher_is_better=False,
                         note=f"relative error of the hidden state vs eager {err:.2e}; host time of a call "
                              f"(until it returns, GPU idle before) {mk_host:.2f} ms"))

@@ -152,7 +152,8 @@ EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bia
     [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")] + \
     [("MK_ATTN_TWO_LOADERS=0", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))] + \
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_WAIT_STATS", "MK_ATTN_SPLIT_SOFTMAX=0",
-                                                     "MK_ATTN_PINGPONG=0")]
+                                                     "MK_ATTN_PINGPONG=0")] + \
+    [("MK_ATTN_WAIT_STATS", "b2_h8_s512_d128_causal", 1)]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
@@ -331,6 +332,15 @@ def test_llama_layer_source_compiles_without_spills():
     frames = [int(a) for a in re.findall(r"(\d+) bytes stack frame", log)]
     assert frames and frames[0] <= 32, log  # the kernel's own frame (the calls' parameters)
     assert "serialized" not in log, log
+
+
+def test_timeline_width_matches_the_device():
+    """megakittens.gpu.TIMELINE_WORDS (the timeline tensor's row width) is kernels/mk/vm.cuh's kTimelineWords:
+    the device writes rows of that many words, so a mismatch would shift every row after the first."""
+    import pathlib
+    src = (pathlib.Path(gpu.kernels_dir()) / "mk" / "vm.cuh").read_text()
+    width = re.search(r"kTimelineWords\s*=\s*(\d+)", src)
+    assert width and int(width.group(1)) == gpu.TIMELINE_WORDS, (width and width.group(0), gpu.TIMELINE_WORDS)
 
 
 def test_serialized_wgmma_in_the_jit_log_warns():

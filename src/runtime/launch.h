@@ -28,7 +28,7 @@ struct RunOptions {
   bool sync = false;           // synchronize the stream and raise a watchdog error now
   bool pdl = true;             // programmatic dependent launch attribute
   int64_t plant_deadlock = -1; // test hook: this instruction's first src target becomes unreachable
-  uint64_t timeline = 0;       // device address of [N, 16] u64 event times (kernels/mk/vm.cuh [Note: timeline])
+  uint64_t timeline = 0;       // device address of [N, kTimelineWords] u64 event times (kernels/mk/vm.cuh [Note: timeline])
 };
 
 // NVRTC flags for the megakernel (shared by the JIT and tests/test_nvrtc.py).
