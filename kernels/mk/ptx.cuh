@@ -119,6 +119,11 @@ __device__ __forceinline__ u64 wgmma_desc_sw128(u32 smem_byte_addr, u32 lbo_byte
   return static_cast<u64>((smem_byte_addr & 0x3FFFFu) >> 4) | (static_cast<u64>((lbo_bytes >> 4) & 0x3FFFu) << 16) |
          (static_cast<u64>((sbo_bytes >> 4) & 0x3FFFu) << 32) | (1ull << 62);
 }
+// The descriptor of the same layout `bytes` (a multiple of 16) further on: the start address field is bits
+// [0, 14) of (address >> 4) and shared addresses stay below 256 KB, so the low word's add cannot carry out.
+__device__ __forceinline__ u64 wgmma_desc_plus(u64 desc, u32 bytes) {
+  return (desc & 0xffffffff00000000ull) | static_cast<u32>(static_cast<u32>(desc) + (bytes >> 4));
+}
 
 // D(64x256, fp32 registers) (+)= A(64x16, smem) * B(16x256, smem), bf16 inputs: one warpgroup-collective
 // wgmma.mma_async; scale_d = 0 overwrites D, 1 accumulates. d[4i + e] is row 16*warp + lane/4 + 8*(e/2),

@@ -253,21 +253,16 @@ struct Attention {
     else ptx::wgmma_m64n128k16_rs<1>(d, a0, a1, a2, a3, b, 1);
   }
 
-  // Descriptors: the start address field is bits [0, 14) of (address >> 4), and shared addresses stay
-  // below 256 KB, so a step's descriptor is the tile's plus (byte offset >> 4) in its low word: one add
-  // per wgmma instead of building each from its address (a dependent chain of ~4 ALU ops before every
-  // wgmma's issue in the SASS).
-  static __device__ __forceinline__ u64 desc_plus(u64 d, u32 bytes) {  // low word only: no carry out
-    return (d & 0xffffffff00000000ull) | static_cast<u32>(static_cast<u32>(d) + (bytes >> 4));
-  }
+  // Each step's descriptor is the tile's plus its offset (ptx::wgmma_desc_plus): one add per wgmma instead
+  // of a rebuild from the address (a dependent chain of ~4 ALU ops before every wgmma's issue in the SASS).
   // S = Q K^T (overwrites S).
   template <int D, int BN>
   static __device__ __forceinline__ void issue_s(float (&s)[BN / 2], u32 q, u32 k) {
     const u64 dq = ptx::wgmma_desc_sw128(q, 16, 1024), dk = ptx::wgmma_desc_sw128(k, 16, 1024);
 #pragma unroll
     for (int t = 0; t < D / 16; ++t)
-      mma_ss<BN>(s, desc_plus(dq, (t >> 2) * 2 * kBoxBytes + 32 * (t & 3)), desc_plus(dk, (t >> 2) * BN * 128 + 32 * (t & 3)),
-                 t > 0 ? 1 : 0);
+      mma_ss<BN>(s, ptx::wgmma_desc_plus(dq, (t >> 2) * 2 * kBoxBytes + 32 * (t & 3)),
+                 ptx::wgmma_desc_plus(dk, (t >> 2) * BN * 128 + 32 * (t & 3)), t > 0 ? 1 : 0);
   }
   // O += P V.
   template <int D, int BN>
@@ -275,7 +270,7 @@ struct Attention {
     const u64 dv = ptx::wgmma_desc_sw128(v, BN * 128, 1024);
 #pragma unroll
     for (int t = 0; t < BN / 16; ++t)
-      mma_rs<D>(o, p[4 * t], p[4 * t + 1], p[4 * t + 2], p[4 * t + 3], desc_plus(dv, 2048 * t));
+      mma_rs<D>(o, p[4 * t], p[4 * t + 1], p[4 * t + 2], p[4 * t + 3], ptx::wgmma_desc_plus(dv, 2048 * t));
   }
 
   template <int N>
