@@ -69,8 +69,8 @@
 #endif
 // [Note: attention wait stats] MK_ATTN_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 splits
 // its loop's SM cycles (turns 1 .. nb-1) into K / V waits, turn waits, the issue (S, rescale, P V, the turn
-// passed), the wait for S, the softmax and the wait for P V; the rest is the release, the pack and the loop
-// itself. Timeline words kEvMainloopCycles (the loop), kEvFullWaitCycles (K / V) and kEvAttn* (mk/vm.cuh),
+// passed), the wait for S, the softmax and the wait for P V; the rest is the releases, the pack of P and
+// the loop itself (lapped apart from the K / V waits: the pack is 32 conversions a block). Timeline words kEvMainloopCycles (the loop), kEvFullWaitCycles (K / V) and kEvAttn* (mk/vm.cuh),
 // and the loop's begin and end times in kEvFirstFull / kEvMainloopEnd; benchmarks/timeline.py prints the
 // shares, the SM clock and the loop's share of the instruction's compute.
 #ifndef MK_ATTN_WAIT_STATS
@@ -78,6 +78,12 @@
 #endif
 #ifndef MK_ATTN_TWO_LOADERS
 #define MK_ATTN_TWO_LOADERS 1
+#endif
+// [Note: attention split release] 1: K_kb's stage half is handed back once S_kb has landed (turn kb) and
+// V_kb's after its P V (turn kb + 1), each on its own empty barrier, and the loader issues K_kb before
+// V_{kb-1}; 0: one empty barrier per stage, released after the P V, K and V reloaded together.
+#ifndef MK_ATTN_SPLIT_RELEASE
+#define MK_ATTN_SPLIT_RELEASE 1
 #endif
 
 namespace mk {
@@ -93,13 +99,15 @@ struct Attention {
   static constexpr float kNegInf = -cuda::std::numeric_limits<float>::infinity();
   static constexpr int kMaxStages = 6;
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
-  // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), empty[6] (8 consumer warps), staged[2] and
-  // turn[2] (the 4 warps of a warpgroup).
-  static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmpty = kFullV + kMaxStages,
-                       kStaged = kEmpty + kMaxStages, kTurn = kStaged + 2;
+  static constexpr bool kSplitRelease = MK_ATTN_SPLIT_RELEASE;
+  // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), emptyK[6] and emptyV[6] (8 consumer warps; one
+  // array for both without the split release), staged[2] and turn[2] (the 4 warps of a warpgroup).
+  static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmptyK = kFullV + kMaxStages,
+                       kEmptyV = kSplitRelease ? kEmptyK + kMaxStages : kEmptyK,
+                       kStaged = kEmptyV + kMaxStages, kTurn = kStaged + 2;
   static constexpr int num_semaphores = kTurn + 2;
   static __device__ int semaphore_count(int i) {
-    return (i >= kEmpty && i < kStaged) ? kConsumerWarps : i >= kStaged ? 4 : 1;
+    return (i >= kEmptyK && i < kStaged) ? kConsumerWarps : i >= kStaged ? 4 : 1;
   }
 
   template <int D>
@@ -175,6 +183,27 @@ struct Attention {
     load_box<BSHD>(sd, map, dst + j * rows * 128 + i * kBoxBytes, kBox * j, r0 + kBox * i, head, b, bar);
   }
 
+  // Split release: V block j into stage j % kStages once V_{j - kStages} was consumed (its first use: once
+  // the page is ours, unless it shares K's page). Warp-wide; false on an abort.
+  template <int D, bool BSHD>
+  static __device__ __forceinline__ bool load_v(Ctx& c, int j, int kv, const SlotDesc& vd, const TensorMap* vmap,
+                                                int hk, int b) {
+    using G = Geo<D>;
+    const int s = j % G::kStages;
+    bool ok = true;
+    if (c.lane == 0) {
+      if (j >= G::kStages)
+        ok = wait_lane(c, c.sem(kEmptyV + s), static_cast<u32>((j / G::kStages - 1) & 1), 3, 210 + s);
+      else if (G::kPagesPerStage == 2)
+        ok = page_wait_lane(c, G::v_lid(s));
+      if (ok) expect_tile<D>(c.sem(kFullV + s), G::BN);
+    }
+    if (!warp_ok(c, ok)) return false;
+    load_tile<D, BSHD>(c, kv, vd, vmap, c.page(G::v_lid(s)) + G::kVOffset, G::BN, j * G::BN, hk, b,
+                       c.sem(kFullV + s));
+    return true;
+  }
+
   template <int D>
   static __device__ void load_d(Ctx& c) {
     using G = Geo<D>;
@@ -209,30 +238,36 @@ struct Attention {
     }
     if (!warp_ok(c, ok)) return;
     load_tile<D, kQ>(c, 0, qd, qmap, c.page(0), kBM, idx[kS0], h, b, c.sem(kQFull));
+    // Block kb's K, then (split release) V_{kb-1}: turn kb reads both, and K's half of a stage frees first.
     for (int kb = 0; kb < nb; ++kb) {
       const int s = kb % G::kStages;
       if (c.lane == 0) {
         if (kb < G::kStages) {
           ok = page_wait_lane(c, G::k_lid(s));
-          if (ok && G::kPagesPerStage == 2) ok = page_wait_lane(c, G::v_lid(s));
+          if (ok && !kSplitRelease && G::kPagesPerStage == 2) ok = page_wait_lane(c, G::v_lid(s));
         } else {
-          ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kb / G::kStages - 1) & 1), 3, 200 + s);
+          ok = wait_lane(c, c.sem(kEmptyK + s), static_cast<u32>((kb / G::kStages - 1) & 1), 3, 200 + s);
         }
         if (ok) {
           expect_tile<D>(c.sem(kFullK + s), G::BN);
-          expect_tile<D>(c.sem(kFullV + s), G::BN);
+          if (!kSplitRelease) expect_tile<D>(c.sem(kFullV + s), G::BN);
         }
       }
       if (!warp_ok(c, ok)) return;
       load_tile<D, kK>(c, 0, kd, kmap, c.page(G::k_lid(s)), G::BN, kb * G::BN, hk, b, c.sem(kFullK + s));
-      load_tile<D, kV>(c, kv, vd, vmap, c.page(G::v_lid(s)) + G::kVOffset, G::BN, kb * G::BN, hk, b, c.sem(kFullV + s));
+      if (!kSplitRelease)
+        load_tile<D, kV>(c, kv, vd, vmap, c.page(G::v_lid(s)) + G::kVOffset, G::BN, kb * G::BN, hk, b,
+                         c.sem(kFullV + s));
+      else if (kb > 0 && !load_v<D, kV>(c, kb - 1, kv, vd, vmap, hk, b))
+        return;
     }
-    if (!warp_ok(c, ok)) return;
+    if (kSplitRelease && !load_v<D, kV>(c, nb - 1, kv, vd, vmap, hk, b)) return;
     // Drain: as each stage's last block is consumed, free its pages.
     if (c.lane == 0)
       for (int kb = max(nb - G::kStages, 0); kb < nb && ok; ++kb) {
         const int s = kb % G::kStages;
-        ok = wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kb / G::kStages) & 1), 3, 200 + s);
+        // emptyV: each consumer warp arrives on emptyK before emptyV for the same block.
+        ok = wait_lane(c, c.sem(kEmptyV + s), static_cast<u32>((kb / G::kStages) & 1), 3, 200 + s);
         if (!ok) break;
         page_finish(c, G::k_lid(s));
         if (G::kPagesPerStage == 2) page_finish(c, G::v_lid(s));
@@ -349,7 +384,7 @@ struct Attention {
 
   // [Note: attention wait stats]: cycles since the last lap, per part of the loop.
   struct Laps {
-    enum { kKv, kTurn, kIssue, kSWait, kSoftmax, kPvWait, kParts };
+    enum { kKv, kTurn, kIssue, kSWait, kSoftmax, kPvWait, kRest, kParts };  // kRest: not reported
     long long t = 0, begin = 0;
     u64 v[kParts] = {};
     __device__ __forceinline__ void start(const Ctx& c) {
@@ -388,9 +423,15 @@ struct Attention {
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kTurn + (wg ^ 1)));
   }
-  static __device__ __forceinline__ void release_stage(const Ctx& c, int s) {
+  // Hand back K's half of stage s (split release; S has landed) / V's (or the whole stage without it).
+  static __device__ __forceinline__ void release_k(const Ctx& c, int s) {
+    if (!kSplitRelease) return;
     __syncwarp();
-    if (c.lane == 0) arrive(c.sem(kEmpty + s));
+    if (c.lane == 0) arrive(c.sem(kEmptyK + s));
+  }
+  static __device__ __forceinline__ void release_v(const Ctx& c, int s) {
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kEmptyV + s));
   }
 
   template <int D>
@@ -421,6 +462,7 @@ struct Attention {
     pass_turn(c, wg);
     ptx::wgmma_wait<0>();
     fence_all(s);
+    release_k(c, 0);
     softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane);
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
@@ -452,6 +494,7 @@ struct Attention {
       ptx::wgmma_wait<1>();  // S_kb has landed; P V may still run
       fence_all(s);
       laps.lap(Laps::kSWait);
+      release_k(c, sk);
       softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane);
       end_softmax_block(l);
       laps.lap(Laps::kSoftmax);
@@ -459,9 +502,10 @@ struct Attention {
       fence_all(o);
       fence_all(p);
       laps.lap(Laps::kPvWait);
-      release_stage(c, sv);  // K_{kb-1} was read in the previous turn, V_{kb-1} now
+      release_v(c, sv);  // V_{kb-1} was read now (and K_{kb-1} in the previous turn)
 #pragma unroll
       for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+      laps.lap(Laps::kRest);
     }
     if (nb > 1) laps.report(c);  // one block: no loop (and no row for timeline.py's Gemm statistics)
 
@@ -480,7 +524,7 @@ struct Attention {
       pass_turn(c, wg);
       ptx::wgmma_wait<0>();
       fence_all(o);
-      release_stage(c, sv);
+      release_v(c, sv);
     }
 
     // Epilogue: O / l in bf16 into this warpgroup's Q boxes (its last S wgmma has read them).
