@@ -173,13 +173,14 @@ def attn_stats(real: torch.Tensor) -> None:
     """Attention under MEGAKITTENS_DEFINES=MK_ATTN_WAIT_STATS=1 (kernels/mk/itypes/attention.cuh [Note:
     attention wait stats]): consumer warp 0's loop cycles (turns 1 .. nb-1), the SM clock, the loop's share
     of the instruction's compute (the rest: Q, the first block, the last P V, the epilogue), and each part's
-    share of the loop, median / p90 over instructions."""
+    share of the loop, median / p90 over instructions (kv_head: the K / V waits of the turns before the
+    stage ring's first wrap, kv those after it)."""
     r = real[(real[:, ATTN_SOFTMAX] > 0) & (real[:, LOOP_CYCLES] > 0)]
     if r.numel() == 0:
         return
     loop = r[:, LOOP_CYCLES].double()
     q = lambda v, f: float(torch.quantile(v, f))  # noqa: E731
-    parts = [("kv", FULL_WAIT_CYCLES), ("turn", ATTN_TURN_WAIT), ("issue", ATTN_ISSUE), ("s_wait", ATTN_S_WAIT),
+    parts = [("kv", FULL_WAIT_CYCLES), ("kv_head", EMPTY_WAIT_CYCLES), ("turn", ATTN_TURN_WAIT), ("issue", ATTN_ISSUE), ("s_wait", ATTN_S_WAIT),
              ("softmax", ATTN_SOFTMAX), ("pv_wait", ATTN_PV_WAIT)]
     rest = loop - sum(r[:, w].double() for _, w in parts)
     shares = [f"{n} {q(r[:, w].double() / loop, .5):.3f}/{q(r[:, w].double() / loop, .9):.3f}" for n, w in parts]

@@ -85,6 +85,11 @@
 #ifndef MK_ATTN_SPLIT_RELEASE
 #define MK_ATTN_SPLIT_RELEASE 1
 #endif
+// [Note: attention softmax turn] 1: the warpgroups also take turns at the softmax (mbarriers smx[0],
+// smx[1]), so the two softmaxes never share the SM's MUFU and FMA pipes; 0: only the issue alternates.
+#ifndef MK_ATTN_SOFTMAX_TURN
+#define MK_ATTN_SOFTMAX_TURN 0
+#endif
 
 namespace mk {
 
@@ -101,11 +106,11 @@ struct Attention {
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
   static constexpr bool kSplitRelease = MK_ATTN_SPLIT_RELEASE;
   // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), emptyK[6] and emptyV[6] (8 consumer warps; one
-  // array for both without the split release), staged[2] and turn[2] (the 4 warps of a warpgroup).
+  // array for both without the split release), staged[2], turn[2] and smx[2] (the 4 warps of a warpgroup).
   static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmptyK = kFullV + kMaxStages,
                        kEmptyV = kSplitRelease ? kEmptyK + kMaxStages : kEmptyK,
-                       kStaged = kEmptyV + kMaxStages, kTurn = kStaged + 2;
-  static constexpr int num_semaphores = kTurn + 2;
+                       kStaged = kEmptyV + kMaxStages, kTurn = kStaged + 2, kSmx = kTurn + 2;
+  static constexpr int num_semaphores = kSmx + 2;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmptyK && i < kStaged) ? kConsumerWarps : i >= kStaged ? 4 : 1;
   }
@@ -384,7 +389,8 @@ struct Attention {
 
   // [Note: attention wait stats]: cycles since the last lap, per part of the loop.
   struct Laps {
-    enum { kKv, kTurn, kIssue, kSWait, kSoftmax, kPvWait, kRest, kParts };  // kRest: not reported
+    // kKvHead: the K / V waits of turns < kStages (the stages' first fill), kKv those of the later turns.
+    enum { kKv, kKvHead, kTurn, kIssue, kSWait, kSoftmax, kPvWait, kRest, kParts };  // kRest: not reported
     long long t = 0, begin = 0;
     u64 v[kParts] = {};
     __device__ __forceinline__ void start(const Ctx& c) {
@@ -405,6 +411,7 @@ struct Attention {
       mark(c, kEvMainloopCycles, static_cast<u64>(clock64() - begin));
       mark(c, kEvMainloopEnd);
       mark(c, kEvFullWaitCycles, v[kKv]);
+      mark(c, kEvEmptyWaitCycles, v[kKvHead]);
       mark(c, kEvAttnTurnWait, v[kTurn]);
       mark(c, kEvAttnIssue, v[kIssue]);
       mark(c, kEvAttnSWait, v[kSWait]);
@@ -422,6 +429,16 @@ struct Attention {
     if (!MK_ATTN_PINGPONG) return;
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kTurn + (wg ^ 1)));
+  }
+  // [Note: attention softmax turn]: softmax t of warpgroup wg waits for the other's softmax t - (wg == 0).
+  static __device__ __forceinline__ bool my_softmax(Ctx& c, int wg, int t) {
+    if (!MK_ATTN_SOFTMAX_TURN) return true;
+    return mma_wait(c, c.sem(kSmx + wg), static_cast<u32>(t & 1), kSmx + wg);
+  }
+  static __device__ __forceinline__ void pass_softmax(const Ctx& c, int wg) {
+    if (!MK_ATTN_SOFTMAX_TURN) return;
+    __syncwarp();
+    if (c.lane == 0) arrive(c.sem(kSmx + (wg ^ 1)));
   }
   // Hand back K's half of stage s (split release; S has landed) / V's (or the whole stage without it).
   static __device__ __forceinline__ void release_k(const Ctx& c, int s) {
@@ -451,7 +468,10 @@ struct Attention {
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 
     if (!mma_wait(c, c.sem(kQFull), 0, kQFull)) return;
-    if (wg == 1) pass_turn(c, wg);  // warpgroup 0 issues first
+    if (wg == 1) {  // warpgroup 0 issues first, and runs its softmax first
+      pass_turn(c, wg);
+      pass_softmax(c, wg);
+    }
 
     // Turn 0: S_0 = Q K_0^T.
     if (!mma_wait(c, c.sem(kFullK), 0, kFullK) || !my_turn(c, wg, 0)) return;
@@ -463,7 +483,9 @@ struct Attention {
     ptx::wgmma_wait<0>();
     fence_all(s);
     release_k(c, 0);
+    if (!my_softmax(c, wg, 0)) return;
     softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane);
+    pass_softmax(c, wg);
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
 
@@ -475,7 +497,10 @@ struct Attention {
       if (!mma_wait(c, c.sem(kFullK + sk), static_cast<u32>((kb / G::kStages) & 1), kFullK + sk) ||
           !mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((kb - 1) / G::kStages) & 1), kFullV + sv))
         return;
-      laps.lap(Laps::kKv);
+      if (kb < G::kStages)  // constant indices: a computed one puts the laps in local memory
+        laps.lap(Laps::kKvHead);
+      else
+        laps.lap(Laps::kKv);
       if (!my_turn(c, wg, kb)) return;
       laps.lap(Laps::kTurn);
       fence_all(s);
@@ -495,8 +520,10 @@ struct Attention {
       fence_all(s);
       laps.lap(Laps::kSWait);
       release_k(c, sk);
+      if (!my_softmax(c, wg, kb)) return;
       softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane);
       end_softmax_block(l);
+      pass_softmax(c, wg);
       laps.lap(Laps::kSoftmax);
       ptx::wgmma_wait<0>();
       fence_all(o);
