@@ -85,11 +85,6 @@
 #ifndef MK_ATTN_SPLIT_RELEASE
 #define MK_ATTN_SPLIT_RELEASE 1
 #endif
-// [Note: attention softmax turn] 1: the warpgroups also take turns at the softmax (mbarriers smx[0],
-// smx[1]), so the two softmaxes never share the SM's MUFU and FMA pipes; 0: only the issue alternates.
-#ifndef MK_ATTN_SOFTMAX_TURN
-#define MK_ATTN_SOFTMAX_TURN 0
-#endif
 
 namespace mk {
 
@@ -106,11 +101,11 @@ struct Attention {
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
   static constexpr bool kSplitRelease = MK_ATTN_SPLIT_RELEASE;
   // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), emptyK[6] and emptyV[6] (8 consumer warps; one
-  // array for both without the split release), staged[2], turn[2] and smx[2] (the 4 warps of a warpgroup).
+  // array for both without the split release), staged[2] and turn[2] (the 4 warps of a warpgroup).
   static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmptyK = kFullV + kMaxStages,
                        kEmptyV = kSplitRelease ? kEmptyK + kMaxStages : kEmptyK,
-                       kStaged = kEmptyV + kMaxStages, kTurn = kStaged + 2, kSmx = kTurn + 2;
-  static constexpr int num_semaphores = kSmx + 2;
+                       kStaged = kEmptyV + kMaxStages, kTurn = kStaged + 2;
+  static constexpr int num_semaphores = kTurn + 2;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmptyK && i < kStaged) ? kConsumerWarps : i >= kStaged ? 4 : 1;
   }
@@ -343,25 +338,41 @@ struct Attention {
           if (j >= kv_end || (P::causal && j > r)) s[4 * i + e] = kNegInf;
         }
     }
-    float mx[2] = {kNegInf, kNegInf};
+    // [Note: softmax chains] The row max and sum run as kChains independent chains per row half, joined at
+    // the end: one chain of BN / 4 dependent FMNMX / FADD per half left the warp stalled on each one's
+    // latency (ncu on the H200, (16, 16, 2048, 128) full: 'wait' held ~45% of the softmax's samples).
+    constexpr int kChains = 4;  // joined as a pair of pairs below
+    float mx[2][kChains], sum[2][kChains];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-      const float mn = kFirst ? mx[h] * P::scale_log2 : fmaxf(m[h], mx[h] * P::scale_log2);
-      corr[h] = kFirst ? 1.f : ptx::ex2(m[h] - mn);
-      m[h] = mn;
-    }
-    float sum[2] = {0.f, 0.f};
+      for (int k = 0; k < kChains; ++k) mx[h][k] = kNegInf, sum[h][k] = 0.f;
+    // s[4 j + e]: row half e / 2 (fragment of wgmma's m64nN accumulator), chain j % kChains.
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) {
-      s[i] = ptx::ex2(fmaf(s[i], P::scale_log2, -m[(i >> 1) & 1]));
-      sum[(i >> 1) & 1] += s[i];
+      float& x = mx[(i >> 1) & 1][(i >> 2) % kChains];
+      x = fmaxf(x, s[i]);
+    }
+    float mn[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float x = fmaxf(fmaxf(mx[h][0], mx[h][1]), fmaxf(mx[h][2], mx[h][3]));
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+      mn[h] = kFirst ? x * P::scale_log2 : fmaxf(m[h], x * P::scale_log2);
+      corr[h] = kFirst ? 1.f : ptx::ex2(m[h] - mn[h]);
+      m[h] = mn[h];
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) l[h] = kFirst ? sum[h] : l[h] * corr[h] + sum[h];
+    for (int i = 0; i < BN / 2; ++i) {
+      s[i] = ptx::ex2(fmaf(s[i], P::scale_log2, -mn[(i >> 1) & 1]));
+      sum[(i >> 1) & 1][(i >> 2) % kChains] += s[i];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float t = (sum[h][0] + sum[h][1]) + (sum[h][2] + sum[h][3]);
+      l[h] = kFirst ? t : l[h] * corr[h] + t;
+    }
   }
 
   // [Note: attention overlap] ptxas schedules `wgmma.wait_group 0` (WARPGROUP.DEPBAR) as early as its
@@ -430,16 +441,6 @@ struct Attention {
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kTurn + (wg ^ 1)));
   }
-  // [Note: attention softmax turn]: softmax t of warpgroup wg waits for the other's softmax t - (wg == 0).
-  static __device__ __forceinline__ bool my_softmax(Ctx& c, int wg, int t) {
-    if (!MK_ATTN_SOFTMAX_TURN) return true;
-    return mma_wait(c, c.sem(kSmx + wg), static_cast<u32>(t & 1), kSmx + wg);
-  }
-  static __device__ __forceinline__ void pass_softmax(const Ctx& c, int wg) {
-    if (!MK_ATTN_SOFTMAX_TURN) return;
-    __syncwarp();
-    if (c.lane == 0) arrive(c.sem(kSmx + (wg ^ 1)));
-  }
   // Hand back K's half of stage s (split release; S has landed) / V's (or the whole stage without it).
   static __device__ __forceinline__ void release_k(const Ctx& c, int s) {
     if (!kSplitRelease) return;
@@ -468,10 +469,7 @@ struct Attention {
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 
     if (!mma_wait(c, c.sem(kQFull), 0, kQFull)) return;
-    if (wg == 1) {  // warpgroup 0 issues first, and runs its softmax first
-      pass_turn(c, wg);
-      pass_softmax(c, wg);
-    }
+    if (wg == 1) pass_turn(c, wg);  // warpgroup 0 issues first
 
     // Turn 0: S_0 = Q K_0^T.
     if (!mma_wait(c, c.sem(kFullK), 0, kFullK) || !my_turn(c, wg, 0)) return;
@@ -483,9 +481,7 @@ struct Attention {
     ptx::wgmma_wait<0>();
     fence_all(s);
     release_k(c, 0);
-    if (!my_softmax(c, wg, 0)) return;
     softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane);
-    pass_softmax(c, wg);
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
 
@@ -520,10 +516,8 @@ struct Attention {
       fence_all(s);
       laps.lap(Laps::kSWait);
       release_k(c, sk);
-      if (!my_softmax(c, wg, kb)) return;
       softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane);
       end_softmax_block(l);
-      pass_softmax(c, wg);
       laps.lap(Laps::kSoftmax);
       ptx::wgmma_wait<0>();
       fence_all(o);
