@@ -82,6 +82,10 @@
 // [Note: attention split release] 1: K_kb's stage half is handed back once S_kb has landed (turn kb) and
 // V_kb's after its P V (turn kb + 1), each on its own empty barrier, and the loader issues K_kb before
 // V_{kb-1}; 0: one empty barrier per stage, released after the P V, K and V reloaded together.
+// [Note: softmax chains] independent max / sum chains per row half (1, 2, 4 or 8; 1 = one serial chain).
+#ifndef MK_ATTN_SOFTMAX_CHAINS
+#define MK_ATTN_SOFTMAX_CHAINS 4
+#endif
 #ifndef MK_ATTN_SPLIT_RELEASE
 #define MK_ATTN_SPLIT_RELEASE 1
 #endif
@@ -341,7 +345,8 @@ struct Attention {
     // [Note: softmax chains] The row max and sum run as kChains independent chains per row half, joined at
     // the end: one chain of BN / 4 dependent FMNMX / FADD per half left the warp stalled on each one's
     // latency (ncu on the H200, (16, 16, 2048, 128) full: 'wait' held ~45% of the softmax's samples).
-    constexpr int kChains = 4;  // joined as a pair of pairs below
+    constexpr int kChains = MK_ATTN_SOFTMAX_CHAINS;
+    static_assert(kChains == 1 || kChains == 2 || kChains == 4 || kChains == 8, "MK_ATTN_SOFTMAX_CHAINS: 1, 2, 4 or 8");
     float mx[2][kChains], sum[2][kChains];
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -356,7 +361,11 @@ struct Attention {
     float mn[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float x = fmaxf(fmaxf(mx[h][0], mx[h][1]), fmaxf(mx[h][2], mx[h][3]));
+#pragma unroll
+      for (int w = kChains / 2; w > 0; w /= 2)
+#pragma unroll
+        for (int k = 0; k < w; ++k) mx[h][k] = fmaxf(mx[h][k], mx[h][k + w]);
+      float x = mx[h][0];
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
       mn[h] = kFirst ? x * P::scale_log2 : fmaxf(m[h], x * P::scale_log2);
@@ -370,8 +379,11 @@ struct Attention {
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float t = (sum[h][0] + sum[h][1]) + (sum[h][2] + sum[h][3]);
-      l[h] = kFirst ? t : l[h] * corr[h] + t;
+#pragma unroll
+      for (int w = kChains / 2; w > 0; w /= 2)
+#pragma unroll
+        for (int k = 0; k < w; ++k) sum[h][k] += sum[h][k + w];
+      l[h] = kFirst ? sum[h][0] : l[h] * corr[h] + sum[h][0];
     }
   }
 
