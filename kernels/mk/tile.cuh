@@ -36,8 +36,12 @@ __device__ __forceinline__ int poll_mbarrier(const Ctx& c, u64* bar, u32 parity,
 // polling loop, its REDUX vote and the reconvergence around them only when the phase is still open (ncu
 // on the H200, attention (16, 16, 2048, 128): the REDUX path's overhead took ~10% of the consumer loop's
 // samples at three waits a turn, more than the waits themselves).
+// MK_MMA_WAIT_FAST=0: always the polling loop (for A/B runs).
+#ifndef MK_MMA_WAIT_FAST
+#define MK_MMA_WAIT_FAST 1
+#endif
 __device__ __forceinline__ bool mma_wait(Ctx& c, u64* bar, u32 parity, int id) {
-  if (__all_sync(0xffffffffu, cuda::ptx::mbarrier_try_wait_parity(bar, parity))) return true;
+  if (MK_MMA_WAIT_FAST && __all_sync(0xffffffffu, cuda::ptx::mbarrier_try_wait_parity(bar, parity))) return true;
   long long waited = 0;
   const int r = __reduce_max_sync(0xffffffffu, poll_mbarrier(c, bar, parity, waited));
   if (r == 0) return true;
