@@ -153,7 +153,10 @@ EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bia
     [("MK_ATTN_TWO_LOADERS=0", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))] + \
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_WAIT_STATS", "MK_ATTN_SPLIT_SOFTMAX=0",
                                                      "MK_ATTN_PINGPONG=0")] + \
-    [("MK_ATTN_WAIT_STATS", "b2_h8_s512_d128_causal", 1)]
+    [("MK_ATTN_WAIT_STATS", "b2_h8_s512_d128_causal", 1)] + \
+    [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_SPLIT_RELEASE=0", "MK_ATTN_SOFTMAX_CHAINS=1",
+                                                     "MK_ATTN_SOFTMAX_CHAINS=8")] + \
+    [("MK_MMA_WAIT_FAST", c, k) for c, k in (("mlp_1024", 1), ("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
@@ -161,7 +164,9 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
     of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
     (MK_ATTN_TWO_LOADERS=0), its loop's cycle split (MK_ATTN_WAIT_STATS), the softmax in the P V wait's
-    block (MK_ATTN_SPLIT_SOFTMAX=0) and no ping-pong (MK_ATTN_PINGPONG=0)."""
+    block (MK_ATTN_SPLIT_SOFTMAX=0), no ping-pong (MK_ATTN_PINGPONG=0), one empty barrier per K / V stage
+    (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count (MK_ATTN_SOFTMAX_CHAINS) and the consumers' fast
+    mbarrier wait (MK_MMA_WAIT_FAST, tile.cuh); none may spill or serialize the wgmma."""
     name, _, value = define.partition("=")
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{name}={value or 1}")
     if define.startswith("MK_ATTN_") and not ATTN_CASES:
@@ -173,6 +178,7 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
         pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
     assert spills and max(spills) == 0, log
+    assert "serialized" not in log, log
     assert "serialized" not in log, log
 
 
