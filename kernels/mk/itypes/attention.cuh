@@ -5,10 +5,11 @@
 // scale * log2(e) folded in), P as the register A operand of O += P V.
 //
 // Roles.
-// - Loader (warp 9, one lane): TMA Q (128 x D, 64x64 boxes, 128-byte swizzle) into lid 0, then the
-//   kv blocks: block kb = keys [kb*BN, kb*BN + BN), its K and V tiles into stage kb % kStages; fullK /
-//   fullV (TMA bytes) per stage, empty (8 consumer warps) hands a stage back. Drain: each stage's pages
-//   are released once its last block is consumed.
+// - Loader (warp 9, one box per lane): TMA Q (128 x D, 64x64 boxes, 128-byte swizzle) into lid 0, then
+//   the kv blocks: block kb = keys [kb*BN, kb*BN + BN), its K and V tiles into stage kb % kStages, K_kb
+//   before V_{kb-1}; fullK / fullV (TMA bytes) per stage, emptyK / emptyV (8 consumer warps) hand a
+//   stage's K half back once S_kb has landed and its V half after the P V ([Note: attention split
+//   release]). Drain: each stage's pages are released once its last block is consumed.
 // - Consumers (warps 0-7): warpgroup w owns query rows 64w..64w+63: S (64 x BN, BN/2 fp32 registers
 //   per thread), O (64 x D, D/2 registers), P (bf16, BN/4 registers). Turn 0 issues S_0; turn kb
 //   issues S_kb, rescales O by the previous block's correction while S_kb runs, issues
@@ -81,7 +82,9 @@
 #endif
 // [Note: attention split release] 1: K_kb's stage half is handed back once S_kb has landed (turn kb) and
 // V_kb's after its P V (turn kb + 1), each on its own empty barrier, and the loader issues K_kb before
-// V_{kb-1}; 0: one empty barrier per stage, released after the P V, K and V reloaded together.
+// V_{kb-1} (FA3's order); 0: one empty barrier per stage, released after the P V, K and V reloaded
+// together. H200, 2026-12-03, (16, 16, 2048, 128) full: 506 / 516 -> 536 / 540 TFLOP/s (per_sm /
+// global); D 64 and causal unchanged within noise (benchmarks/notes.md Session 24).
 // [Note: softmax chains] independent max / sum chains per row half (1, 2, 4 or 8; 1 = one serial chain).
 #ifndef MK_ATTN_SOFTMAX_CHAINS
 #define MK_ATTN_SOFTMAX_CHAINS 4
