@@ -347,7 +347,9 @@ struct Attention {
     }
     // [Note: softmax chains] The row max and sum run as kChains independent chains per row half, joined at
     // the end: one chain of BN / 4 dependent FMNMX / FADD per half left the warp stalled on each one's
-    // latency (ncu on the H200, (16, 16, 2048, 128) full: 'wait' held ~45% of the softmax's samples).
+    // latency (ncu on the H200, (16, 16, 2048, 128) full: 'wait' held ~45% of the softmax's samples). With
+    // 4 chains the softmax took 9% fewer of the loop's cycles, but the loop and the TFLOP/s did not move
+    // (1, 4 and 8 chains within noise, 2026-12-03): the softmax is not what sets the turn's length.
     constexpr int kChains = MK_ATTN_SOFTMAX_CHAINS;
     static_assert(kChains == 1 || kChains == 2 || kChains == 4 || kChains == 8, "MK_ATTN_SOFTMAX_CHAINS: 1, 2, 4 or 8");
     float mx[2][kChains], sum[2][kChains];
