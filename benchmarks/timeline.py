@@ -180,7 +180,8 @@ def attn_stats(real: torch.Tensor) -> None:
         return
     loop = r[:, LOOP_CYCLES].double()
     q = lambda v, f: float(torch.quantile(v, f))  # noqa: E731
-    parts = [("kv", FULL_WAIT_CYCLES), ("kv_head", EMPTY_WAIT_CYCLES), ("turn", ATTN_TURN_WAIT), ("issue", ATTN_ISSUE), ("s_wait", ATTN_S_WAIT),
+    parts = [("kv", FULL_WAIT_CYCLES), ("kv_head", EMPTY_WAIT_CYCLES), ("turn", ATTN_TURN_WAIT),
+             ("issue", ATTN_ISSUE), ("s_wait", ATTN_S_WAIT),
              ("softmax", ATTN_SOFTMAX), ("pv_wait", ATTN_PV_WAIT)]
     rest = loop - sum(r[:, w].double() for _, w in parts)
     shares = [f"{n} {q(r[:, w].double() / loop, .5):.3f}/{q(r[:, w].double() / loop, .9):.3f}" for n, w in parts]

@@ -71,9 +71,11 @@
 // [Note: attention wait stats] MK_ATTN_WAIT_STATS=1 (timeline only; an experiment): consumer warp 0 splits
 // its loop's SM cycles (turns 1 .. nb-1) into K / V waits, turn waits, the issue (S, rescale, P V, the turn
 // passed), the wait for S, the softmax and the wait for P V; the rest is the releases, the pack of P and
-// the loop itself (lapped apart from the K / V waits: the pack is 32 conversions a block). Timeline words kEvMainloopCycles (the loop), kEvFullWaitCycles (K / V) and kEvAttn* (mk/vm.cuh),
-// and the loop's begin and end times in kEvFirstFull / kEvMainloopEnd; benchmarks/timeline.py prints the
-// shares, the SM clock and the loop's share of the instruction's compute.
+// the loop itself (lapped apart from the K / V waits: the pack is 32 conversions a block). Timeline words
+// kEvMainloopCycles (the loop), kEvFullWaitCycles (K / V after the ring's first wrap), kEvEmptyWaitCycles
+// (K / V before it) and kEvAttn* (mk/vm.cuh), and the loop's begin and end times in kEvFirstFull /
+// kEvMainloopEnd; benchmarks/timeline.py prints the shares, the SM clock and the loop's share of the
+// instruction's compute.
 #ifndef MK_ATTN_WAIT_STATS
 #define MK_ATTN_WAIT_STATS 0
 #endif
@@ -85,12 +87,12 @@
 // V_{kb-1} (FA3's order); 0: one empty barrier per stage, released after the P V, K and V reloaded
 // together. H200, 2026-12-03, (16, 16, 2048, 128) full: 506 / 516 -> 536 / 540 TFLOP/s (per_sm /
 // global); D 64 and causal unchanged within noise (benchmarks/notes.md Session 24).
+#ifndef MK_ATTN_SPLIT_RELEASE
+#define MK_ATTN_SPLIT_RELEASE 1
+#endif
 // [Note: softmax chains] independent max / sum chains per row half (1, 2, 4 or 8; 1 = one serial chain).
 #ifndef MK_ATTN_SOFTMAX_CHAINS
 #define MK_ATTN_SOFTMAX_CHAINS 4
-#endif
-#ifndef MK_ATTN_SPLIT_RELEASE
-#define MK_ATTN_SPLIT_RELEASE 1
 #endif
 
 namespace mk {
@@ -351,7 +353,8 @@ struct Attention {
     // 4 chains the softmax took 9% fewer of the loop's cycles, but the loop and the TFLOP/s did not move
     // (1, 4 and 8 chains within noise, 2026-12-03): the softmax is not what sets the turn's length.
     constexpr int kChains = MK_ATTN_SOFTMAX_CHAINS;
-    static_assert(kChains == 1 || kChains == 2 || kChains == 4 || kChains == 8, "MK_ATTN_SOFTMAX_CHAINS: 1, 2, 4 or 8");
+    static_assert(kChains == 1 || kChains == 2 || kChains == 4 || kChains == 8,
+                  "MK_ATTN_SOFTMAX_CHAINS: 1, 2, 4 or 8");
     float mx[2][kChains], sum[2][kChains];
 #pragma unroll
     for (int h = 0; h < 2; ++h)
