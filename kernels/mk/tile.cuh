@@ -36,10 +36,10 @@ __device__ __forceinline__ int poll_mbarrier(const Ctx& c, u64* bar, u32 parity,
 // polling loop, its REDUX vote and the reconvergence around them only when the phase is still open (ncu
 // on the H200, attention (16, 16, 2048, 128): the REDUX path's overhead took ~10% of the consumer loop's
 // samples at three waits a turn, more than the waits themselves).
-// MK_MMA_WAIT_FAST=1 turns the fast path on. Default 0 until it has run on a GPU (benchmarks/notes.md,
-// Session 24: NVRTC and ptxas clean, no spills, no wgmma serialization; no device time was left to run it).
+// On by default (H200, 2026-12-03, benchmarks/notes.md Session 25: attention (16, 16, 2048, 128) full
+// 526 -> 548 TFLOP/s, the loop 52.1k -> 50.1k cycles); MK_MMA_WAIT_FAST=0 restores the plain poll.
 #ifndef MK_MMA_WAIT_FAST
-#define MK_MMA_WAIT_FAST 0
+#define MK_MMA_WAIT_FAST 1
 #endif
 __device__ __forceinline__ bool mma_wait(Ctx& c, u64* bar, u32 parity, int id) {
   if (MK_MMA_WAIT_FAST && __all_sync(0xffffffffu, cuda::ptx::mbarrier_try_wait_parity(bar, parity))) return true;
