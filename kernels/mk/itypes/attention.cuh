@@ -15,9 +15,9 @@
 //   issues S_kb, rescales O by the previous block's correction while S_kb runs, issues
 //   O += P_{kb-1} V_{kb-1}, then the softmax of S_kb runs while the P V wgmma is in flight
 //   (intra-warpgroup overlap, [Note: attention overlap]); the last turn issues the last P V.
-//   Ping-pong: the two warpgroups take turns issuing (mbarriers turn[0], turn[1]), so one's softmax
-//   overlaps the other's wgmma. Epilogue: O / l in bf16 into the warpgroup's own Q
-//   boxes in lid 0 (no other warpgroup reads them), proxy fence, staged[w].
+//   Ping-pong (full attention; MK_ATTN_PINGPONG): the two warpgroups take turns issuing (mbarriers
+//   turn[0], turn[1]), so one's softmax overlaps the other's wgmma. Epilogue: O / l in bf16 into the
+//   warpgroup's own Q boxes in lid 0 (no other warpgroup reads them), proxy fence, staged[w].
 // - Storer (warp 10): reuse barriers, waits staged[0] and staged[1] (both, so that lid 0 is free of
 //   every reader), TMA-stores the boxes of rows < q_rows (clipped at Sq), releases lid 0, store_done.
 //
@@ -57,8 +57,12 @@
 #ifndef MK_ATTN_BN_D128  // kv block rows for D = 128: 128 (3 stages; needs the setmaxnreg split) or 64 (6)
 #define MK_ATTN_BN_D128 128
 #endif
-#ifndef MK_ATTN_PINGPONG  // 0: the warpgroups issue independently
-#define MK_ATTN_PINGPONG 1
+// Ping-pong: 1 always, 0 never (the warpgroups issue independently), 2 (default) full attention only.
+// H200, 2026-12-03, (16, 16, 2048, D) TFLOP/s per_sm / global, same kernels otherwise (benchmarks/notes.md
+// Session 25): causal runs faster without it (D 128 336 / 373 -> 366 / 409, D 64 187 / 208 -> 205 / 232;
+// Session 23 saw the same), full with it (D 64 322 / 328 -> 356 / 361; D 128 equal).
+#ifndef MK_ATTN_PINGPONG
+#define MK_ATTN_PINGPONG 2
 #endif
 // [Note: two loaders] (mk/vm.cuh) for Attention too: this loader drains its stages (waits for the last
 // blocks to be consumed) before it can begin the next instruction, so with one loader the next Q and
@@ -109,6 +113,7 @@ struct Attention {
   static constexpr int kMaxStages = 6;
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
   static constexpr bool kSplitRelease = MK_ATTN_SPLIT_RELEASE;
+  static constexpr bool kPingPong = MK_ATTN_PINGPONG == 1 || (MK_ATTN_PINGPONG == 2 && !P::causal);
   // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), emptyK[6] and emptyV[6] (8 consumer warps; one
   // array for both without the split release), staged[2] and turn[2] (the 4 warps of a warpgroup).
   static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmptyK = kFullV + kMaxStages,
@@ -453,11 +458,11 @@ struct Attention {
 
   // Ping-pong: wait for this warpgroup's turn t / hand the next turn to the other warpgroup.
   static __device__ __forceinline__ bool my_turn(Ctx& c, int wg, int t) {
-    if (!MK_ATTN_PINGPONG) return true;
+    if (!kPingPong) return true;
     return mma_wait(c, c.sem(kTurn + wg), static_cast<u32>(t & 1), kTurn + wg);
   }
   static __device__ __forceinline__ void pass_turn(const Ctx& c, int wg) {
-    if (!MK_ATTN_PINGPONG) return;
+    if (!kPingPong) return;
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kTurn + (wg ^ 1)));
   }
