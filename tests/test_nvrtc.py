@@ -152,7 +152,7 @@ EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bia
     [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")] + \
     [("MK_ATTN_TWO_LOADERS=0", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))] + \
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_WAIT_STATS", "MK_ATTN_SPLIT_SOFTMAX=0",
-                                                     "MK_ATTN_PINGPONG=1")] + \
+                                                     "MK_ATTN_PINGPONG=1", "MK_ATTN_PINGPONG=3")] + \
     [("MK_ATTN_WAIT_STATS", "b2_h8_s512_d128_causal", 1)] + \
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_SPLIT_RELEASE=0", "MK_ATTN_SOFTMAX_CHAINS=1",
                                                      "MK_ATTN_SOFTMAX_CHAINS=8")] + \
@@ -164,7 +164,8 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
     of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
     (MK_ATTN_TWO_LOADERS=0), its loop's cycle split (MK_ATTN_WAIT_STATS), the softmax in the P V wait's
-    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1), one empty barrier per K / V stage
+    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1) or on
+    long ones (=3), one empty barrier per K / V stage
     (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count (MK_ATTN_SOFTMAX_CHAINS) and the consumers' plain
     mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh); none may spill or serialize the wgmma."""
     name, _, value = define.partition("=")

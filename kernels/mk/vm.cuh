@@ -285,12 +285,16 @@ enum TimelineEvent {
   kEvAttnTurnWait, kEvAttnIssue, kEvAttnSWait, kEvAttnSoftmax, kEvAttnPvWait,
   kTimelineWords = 27
 };
-__device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
+// Event `ev` at time `at` (globaltimer ns) or, for kEvSm / kEvFlags / kEvCtaEntry on, the value `at`.
+__device__ __forceinline__ void mark_value(const Ctx& c, int ev, u64 at) {
   const u64 t = c.g->c.timeline;
   // Static-queue padding rows (index >= N, Noops filling the last wave) have no timeline row.
   if (t == 0 || c.lane != 0 || c.index < 0 || c.index >= c.g->c.num_instructions) return;
-  reinterpret_cast<u64*>(t)[static_cast<long long>(c.index) * kTimelineWords + ev] =
-      ev == kEvSm || ev == kEvFlags || ev >= kEvCtaEntry ? value : ptx::globaltimer();
+  reinterpret_cast<u64*>(t)[static_cast<long long>(c.index) * kTimelineWords + ev] = at;
+}
+__device__ __forceinline__ void mark(const Ctx& c, int ev, u64 value = 0) {
+  if (c.g->c.timeline == 0) return;
+  mark_value(c, ev, ev == kEvSm || ev == kEvFlags || ev >= kEvCtaEntry ? value : ptx::globaltimer());
 }
 
 // ---- watchdog ----
@@ -498,13 +502,16 @@ __device__ __forceinline__ DstBarriers hand_back(Ctx& c) {
 __device__ __forceinline__ void release_dst(Ctx& c, DstBarriers b) {
   cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
   cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
-  mark(c, kEvStoreComplete);
+  // The time is read here but written after the releases: a timeline store just before them would be
+  // one more write for the release to wait on (Session 25 saw 2-3 us between this mark and the end).
+  const u64 complete = c.g->c.timeline != 0 ? ptx::globaltimer() : 0;
   __syncwarp();
   for (int k = 0; k < b.n; ++k) {
     const int id = __shfl_sync(0xffffffffu, b.mine, k);
     if (c.lane == 0) ptx::red_release_gpu_add(c.g->c.barriers + id, 1);
   }
   __syncwarp();
+  mark_value(c, kEvStoreComplete, complete);
 }
 
 // Storer, whole warp, once this instruction no longer reads shared memory (its pages are finished):
