@@ -214,6 +214,23 @@ def capture_inference(gm: torch.fx.GraphModule, example_inputs: list) -> Optiona
     return g
 
 
+def _with_input_sources(msg: str, g: torch.fx.GraphModule, gm: torch.fx.GraphModule) -> str:
+    """``msg`` plus, for each graph input it names by its placeholder ('arg0_1'), the Python expression
+    Dynamo read it from (L['x'], G['model']._parameters['weight']): the k-th placeholder of the captured
+    graph is the k-th of Dynamo's."""
+    def source(n: torch.fx.Node) -> Optional[str]:
+        src = getattr(n.meta.get("grapharg"), "source", None)
+        name = getattr(src, "name", None)
+        try:
+            return name() if callable(name) else name
+        except Exception:  # a source kind without a name: leave the placeholder as it is
+            return None
+    ours = [n.name for n in g.graph.nodes if n.op == "placeholder"]
+    theirs = [source(n) for n in gm.graph.nodes if n.op == "placeholder"]
+    named = [f"{a} is {b}" for a, b in zip(ours, theirs) if b and f"'{a}'" in msg]
+    return f"{msg} [graph input {', '.join(named)}]" if named else msg
+
+
 def _storage(v: Any) -> Optional[int]:
     """An identity of a (fake) tensor's storage (its StorageImpl's address), None for a non-tensor."""
     return v.untyped_storage()._cdata if isinstance(v, torch.Tensor) else None
@@ -240,7 +257,10 @@ def make_backend(options: Options, name: str) -> Any:
                 raise _C.CompileError(f"{e} [autograd is on and an input requires grad, so this is a training "
                                       "graph: for inference run under torch.no_grad() or "
                                       "torch.inference_mode()]") from None
-        compiled = compile_graph(g, example_inputs, options, name)  # boxed: takes the argument list
+        try:
+            compiled = compile_graph(g, example_inputs, options, name)  # boxed: takes the argument list
+        except _C.CompileError as e:
+            raise _C.CompileError(_with_input_sources(str(e), g, gm)) from None
         return lambda *args: compiled(list(args))
 
     backend.__name__ = "megakittens"  # Dynamo names the backend by it in BackendCompilerFailed ("compiler_fn")

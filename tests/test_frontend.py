@@ -357,6 +357,29 @@ def test_zero_size_tensor_is_a_clear_error():
         megakittens.compile(torch.relu)(randn(0, 8))
 
 
+def test_input_errors_name_the_python_source():
+    """An error about a graph input ('arg1_1') also says where Dynamo read it from (L['x'], a parameter)."""
+    w = randn(16, 16)
+
+    def f(w, x):
+        return torch.relu(x @ w)
+
+    with pytest.raises(Exception, match=r"unsupported dtype 'float64'.*\[graph input arg\d+_1 is L\['x'\]\]"):
+        megakittens.compile(f)(w, torch.randn(8, 16, dtype=torch.float64))
+
+    class Shift(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shift = torch.nn.Parameter(torch.randn(16, dtype=torch.float64))  # a float64 parameter
+
+        def forward(self, x):
+            return torch.relu(x) + self.shift.to(torch.bfloat16)
+
+    with torch.no_grad(), \
+            pytest.raises(Exception, match=r"unsupported dtype 'float64'.*\[graph input arg\d+_1 is .*\['shift'\]\]"):
+        megakittens.compile(Shift())(randn(8, 16))
+
+
 def test_outputs_keep_eager_strides():
     """x * 2 on a transposed x keeps x's layout in eager; code after the graph may .view() it that way."""
     def f(x):
