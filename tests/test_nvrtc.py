@@ -164,10 +164,10 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
     of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
     (MK_ATTN_TWO_LOADERS=0), its loop's cycle split (MK_ATTN_WAIT_STATS), the softmax in the P V wait's
-    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1) or on
-    long ones (=3), one empty barrier per K / V stage
-    (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count (MK_ATTN_SOFTMAX_CHAINS) and the consumers' plain
-    mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh); none may spill or serialize the wgmma."""
+    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1) or on long ones
+    (=3), one empty barrier per K / V stage (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count
+    (MK_ATTN_SOFTMAX_CHAINS) and the consumers' plain mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh); none
+    may spill or serialize the wgmma."""
     name, _, value = define.partition("=")
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{name}={value or 1}")
     all_cases = {**CASES, **GEMM_CASES, **ATTN_CASES}

@@ -285,7 +285,8 @@ enum TimelineEvent {
   kEvAttnTurnWait, kEvAttnIssue, kEvAttnSWait, kEvAttnSoftmax, kEvAttnPvWait,
   kTimelineWords = 27
 };
-// Event `ev` at time `at` (globaltimer ns) or, for kEvSm / kEvFlags / kEvCtaEntry on, the value `at`.
+// Lane 0 writes `at` as event `ev` of this instruction's timeline row: a %globaltimer time (ns), or the
+// value of kEvSm, kEvFlags and the events from kEvCtaEntry on. mark() reads the time itself.
 __device__ __forceinline__ void mark_value(const Ctx& c, int ev, u64 at) {
   const u64 t = c.g->c.timeline;
   // Static-queue padding rows (index >= N, Noops filling the last wave) have no timeline row.
