@@ -109,6 +109,22 @@ def test_rms_norm_pages_from_the_profile_env(monkeypatch, pages):
     assert rows == 4 * min(pages, 2), rows
 
 
+@pytest.mark.parametrize("balance", [0, 1])
+def test_rms_norm_balanced_row_tiles(monkeypatch, balance):
+    """3000 rows of C = 4096 in tiles of at most 12 rows: 250 tiles (20 SMs of 132 get one more) or, balanced
+    (the default), 264 tiles of 11-12 rows, two per SM; every row normalised once either way."""
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", f"rms_norm_balance={balance}")
+    torch._dynamo.reset()
+    args = randn(3000, 4096), randn(4096)
+    check_close(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
+    program = mk_backend.dispatchers[-1].program
+    tiles = [program.instruction(i)["indices"] for i in range(program.num_instructions)]
+    tiles = [(t[6], t[12]) for t in tiles if len(t) > 12 and t[13] == 4096]  # (output row, rows)
+    assert len(tiles) == (264 if balance else 250), len(tiles)
+    assert {rows for _, rows in tiles} == ({11, 12} if balance else {12, 3000 - 249 * 12})
+    assert sorted(r for r0, rows in tiles for r in range(r0, r0 + rows)) == list(range(3000))
+
+
 def test_torch_rms_norm_without_weight():
     f = lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-5)  # noqa: E731
     x = randn(2, 16, 256)

@@ -81,6 +81,20 @@ RowTile row_tile(const Coord4& s, int64_t n, int64_t i) {
   return {{b, d, rt * n, 0}, std::min(n, s[2] - rt * n)};
 }
 
+int64_t balanced_tiles_per_plane(const Coord4& s, int64_t n, int64_t num_sms) {
+  const int64_t planes = s[0] * s[1], k0 = ceil_div(s[2], n);
+  if (num_sms < 1 || planes * k0 < num_sms) return k0;
+  for (int64_t k = k0; k <= std::min(s[2], k0 + k0 / 8); ++k)
+    if (planes * k % num_sms == 0) return k;
+  return k0;
+}
+
+RowTile balanced_row_tile(const Coord4& s, int64_t tiles, int64_t i) {
+  const int64_t t = i % tiles, d = (i / tiles) % s[1], b = i / (tiles * s[1]);
+  const int64_t r0 = t * s[2] / tiles, r1 = (t + 1) * s[2] / tiles;
+  return {{b, d, r0, 0}, r1 - r0};
+}
+
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);

@@ -29,6 +29,9 @@ struct Profile {
   int gemm_split_chain_steps = 8;
   // RMSNorm: up to rms_norm_pages pages of rows per instruction (fewer when that leaves SMs idle).
   int rms_norm_pages = 1;
+  // 1: RMSNorm's row tiles are evened out so every SM gets as many ([Note: balanced row tiles]); 0: tiles of
+  // rows_per_instruction rows, the last of each plane clipped.
+  int rms_norm_balance = 1;
   // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.
   int attn_cta_q = 128;
   bool attn_pair_tiles = false;

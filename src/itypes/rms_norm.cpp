@@ -53,13 +53,20 @@ void RMSNorm::validate(const NodeInfo& n) const {
 
 int64_t RMSNorm::num_instructions(const NodeInfo& n) const {
   const Coord4 s = n.outputs[0].padded();
-  return num_row_tiles(s, rows_per_instruction(s[3], s[0] * s[1] * s[2], n.profile));
+  return s[0] * s[1] * tiles_per_plane(s, n.profile);
+}
+
+int64_t RMSNorm::tiles_per_plane(const Coord4& s, const Profile& p) {
+  const int64_t rows = rows_per_instruction(s[3], s[0] * s[1] * s[2], p);
+  return p.rms_norm_balance ? balanced_tiles_per_plane(s, rows, p.num_sms) : ceil_div(s[2], rows);
 }
 
 InstrDesc RMSNorm::instruction(const NodeInfo& n, int64_t i) const {
   const Coord4 s = n.outputs[0].padded();
   const int64_t C = s[3];
-  const RowTile t = row_tile(s, rows_per_instruction(C, s[0] * s[1] * s[2], n.profile), i);
+  const RowTile t = n.profile.rms_norm_balance
+                        ? balanced_row_tile(s, tiles_per_plane(s, n.profile), i)
+                        : row_tile(s, rows_per_instruction(C, s[0] * s[1] * s[2], n.profile), i);
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, C};

@@ -15,6 +15,9 @@ class RMSNorm final : public IType {
   // Rows per instruction for `total_rows` rows of `cols` (all batches): pages of rows, each row padded
   // to 128 bytes; as many pages (up to profile.rms_norm_pages) as keep every SM busy.
   static int64_t rows_per_instruction(int64_t cols, int64_t total_rows, const Profile&);
+  // Instructions per (b, d) plane of the padded shape `s`: balanced when profile.rms_norm_balance
+  // ([Note: balanced row tiles]: tiles of equal rows but for one), else ceil(rows / rows_per_instruction).
+  static int64_t tiles_per_plane(const Coord4& s, const Profile&);
   void validate(const NodeInfo&) const override;
   bool reads_view(int, const TensorRange& v, const Coord4&) const override { return tile_view(v); }
   int64_t num_instructions(const NodeInfo&) const override;

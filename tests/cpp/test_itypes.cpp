@@ -656,10 +656,32 @@ TEST(RMSNormIType, Tiling) {
   t.validate(n);
   EXPECT_EQ(t.num_instructions(n), 4 * 13);
   expect_exact_cover(t, n);
-  const InstrDesc d = t.instruction(n, 12);  // last row block of batch 0: rows 96..99
-  EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 0, 96, 0, 0, 0, 96, 0, 0, 0, 0, 0, 4, 2048}));
+  // Balanced row tiles: 13 tiles of 7-8 rows per batch, not 12 of 8 and one of 4.
+  const InstrDesc d = t.instruction(n, 12);  // last row block of batch 0: rows 92..99
+  EXPECT_EQ(d.indices, (std::vector<int32_t>{0, 0, 92, 0, 0, 0, 92, 0, 0, 0, 0, 0, 8, 2048}));
   ASSERT_EQ(d.reads.size(), 2u);
   EXPECT_EQ(d.reads[1], std::vector<Box>{Box::of_shape({1, 1, 1, 2048})});
+}
+
+TEST(RMSNormIType, BalancedTiles) {
+  // 16384 x 8192 on 132 SMs: 2731 tiles of <= 6 rows would leave 41 SMs an instruction short; 2772 = 21 x
+  // 132 tiles of 5-6 rows instead. 2000 x 4096 (167 tiles of <= 12 rows): no multiple of 132 within an
+  // eighth more tiles, so the count stays.
+  Profile h = Profile::h200(132);
+  const RMSNorm t(1e-5);
+  const NodeInfo big = node({whole({16384, 8192}), whole({8192})}, {bf16({16384, 8192})}, h);
+  EXPECT_EQ(t.num_instructions(big), 2772);
+  expect_exact_cover(t, big);
+  for (int64_t i : {0, 1, 2771}) {
+    const int32_t rows = t.instruction(big, i).indices[12];
+    EXPECT_TRUE(rows == 5 || rows == 6) << i << ": " << rows;
+  }
+  EXPECT_EQ(t.num_instructions(node({whole({2000, 4096}), whole({4096})}, {bf16({2000, 4096})}, h)), 167);
+  h.rms_norm_balance = 0;
+  const NodeInfo uniform = node({whole({16384, 8192}), whole({8192})}, {bf16({16384, 8192})}, h);
+  EXPECT_EQ(t.num_instructions(uniform), 2731);
+  EXPECT_EQ(t.instruction(uniform, 2730).indices[12], 4);
+  expect_exact_cover(t, uniform);
 }
 
 TEST(RMSNormIType, Validate) {
