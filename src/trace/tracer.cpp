@@ -8,6 +8,7 @@
 #include "trace/fuse_attention_output.h"
 #include "trace/fuse_elementwise.h"
 #include "trace/fuse_gemm_act.h"
+#include "trace/fuse_gemm_rms_norm.h"
 #include "trace/fuse_gemm_rope.h"
 #include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_residual.h"
@@ -468,6 +469,7 @@ DAG trace(const FxGraph& g, bool fuse) {
   fuse_gemm_rope(dag);
   fuse_attention_output(dag);
   fuse_elementwise(dag);
+  fuse_gemm_rms_norm(dag);
   return dag;
 }
 
