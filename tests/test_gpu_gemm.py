@@ -110,6 +110,20 @@ def g_act_silu_tb(x, w):  # Gemm(tb,act=silu)
     return torch.nn.functional.silu(x @ w.t())
 
 
+def _rms_norm(h, w):  # HF LlamaRMSNorm's arithmetic (the tracer fuses it into one RMSNorm)
+    v = h.float()
+    return w * (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-5)).to(h.dtype)
+
+
+def g_rms_fold(r, x, w1, nw, w2):  # Gemm(tb,bias_full,rms_out) -> Gemm(tb,rms_scale): the norm folded
+    return _rms_norm(x @ w1.t() + r, nw) @ w2.t()
+
+
+def g_rms_fold_swiglu(r, x, w1, nw, wg, wu):  # Gemm(tb,bias_full,rms_out) -> Gemm(tb,swiglu,rms_scale)
+    y = _rms_norm(x @ w1.t() + r, nw)
+    return torch.nn.functional.silu(y @ wg.t()) * (y @ wu.t())
+
+
 # name -> (fn, input shapes); Gemm shapes are M x N x K.
 CASES = {
     "mm_512x256x64": (g_mm, [(512, 64), (64, 256)]),
@@ -151,6 +165,10 @@ FLAG_CASES = {
     "act_relu_bias_full_512x512x512": (g_act_relu_bias_full, [(512, 512), (512, 512), (512, 512)], 1),
     "act_gelu_tanh_linear_1000x768x512": (g_act_gelu_tanh_linear, [(1000, 512), (768, 512), (768,)], 2),
     "act_silu_tb_300x520x256": (g_act_silu_tb, [(300, 256), (520, 256)], 1),
+    # rms_out / rms_scale (src/trace/fuse_gemm_rms_norm.h): ragged M, hidden 512 (8 ss columns)
+    "rms_fold_1000x512x256": (g_rms_fold, [(1000, 512), (1000, 256), (512, 256), (512,), (768, 512)], 1),
+    "rms_fold_swiglu_300x512x256": (g_rms_fold_swiglu, [(300, 512), (300, 256), (512, 256), (512,), (640, 512),
+                                                         (640, 512)], 2),
 }
 
 
@@ -218,6 +236,7 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
     program = _flag_program(case, tile_n)
     assert any(n.startswith("Gemm(") for n in program.icodes), program.icodes  # a flagged Gemm
     assert case.startswith("act_") == any("act=" in n for n in program.icodes), program.icodes
+    assert case.startswith("rms_") == any("rms_out" in n for n in program.icodes), program.icodes
     assert not any(n.startswith("Elementwise") for n in program.icodes), program.icodes
     _launch_twice_and_check(case, program, fn, shapes, global_queue)
 

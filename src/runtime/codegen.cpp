@@ -142,7 +142,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
     // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200); a swiglu
     // tile's B panel is 128 columns of B and 128 of B2 (gemm_n 256). Flags become the template
-    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU, ACT, ROPE> (kernels/mk/itypes/gemm.cuh).
+    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU, ACT, ROPE, RMS> (kernels/mk/itypes/gemm.cuh).
     const bool narrow_ok = profile.gemm_n_narrow == 0 || profile.gemm_n_narrow == 128;
     const Gemm::Flags& f = g->flags();
     if (profile.gemm_cta_m == 128 && (profile.gemm_n == 256 || (profile.gemm_n == 128 && !f.swiglu)) && narrow_ok &&
@@ -155,8 +155,9 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
         std::vector<std::string> a = {f.transpose_a ? "true" : "false", f.transpose_b ? "true" : "false",
                                       std::to_string(bias), f.swiglu ? "true" : "false",
                                       "mk::Unary::" + (f.act.empty() ? std::string("identity") : UnaryStep::parse(f.act).name),
-                                      std::to_string(f.rope)};
-        const size_t n = f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
+                                      std::to_string(f.rope),
+                                      std::to_string((f.rms_out ? 1 : 0) | (f.rms_scale ? 2 : 0))};
+        const size_t n = f.rms_out || f.rms_scale ? 7 : f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
         std::string t = "mk::GemmT<";
         for (size_t k = 0; k < n; ++k) t += (k ? ", " : "") + a[k];
         return t + ">";
@@ -201,9 +202,11 @@ XmapPlan xmap_plan(const Program& p) {
       const size_t loaded = f.swiglu ? 3 : 2;
       for (size_t k = 0; k < n.src_slots.size() && k < loaded; ++k) used[n.src_slots[k]] = x.wide[n.src_slots[k]] = true;
       if (f.bias == Gemm::Bias::full && n.src_slots.size() > 2) used[n.src_slots[2]] = true;
+      const auto& gemm = static_cast<const Gemm&>(*n.itype);
       if (f.rope != 0)
-        for (size_t k = f.bias != Gemm::Bias::none ? 3 : 2; k < n.src_slots.size(); ++k) used[n.src_slots[k]] = true;
-      for (int s : n.dst_slots) used[s] = true;
+        for (int k = gemm.rope_input(); k < gemm.rope_input() + 2 && k < static_cast<int>(n.src_slots.size()); ++k)
+          used[n.src_slots[k]] = true;
+      if (!n.dst_slots.empty()) used[n.dst_slots[0]] = true;  // D (rms_out's hw and ss: plain stores)
     } else if (name == "Attention") {
       const unsigned bshd = static_cast<const Attention&>(*n.itype).bshd();
       for (size_t k = 0; k < n.src_slots.size() && k < 3; ++k) {
