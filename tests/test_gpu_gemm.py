@@ -233,6 +233,8 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
     fn, shapes, _ = FLAG_CASES[case]  # the cluster size is part of the cached program
+    if "swiglu" in case and tile_n == 128:
+        pytest.skip("a swiglu tile is half of a 256-column B panel (src/runtime/codegen.cpp)")
     program = _flag_program(case, tile_n)
     assert any(n.startswith("Gemm(") for n in program.icodes), program.icodes  # a flagged Gemm
     assert case.startswith("act_") == any("act=" in n for n in program.icodes), program.icodes

@@ -77,7 +77,7 @@ std::vector<std::vector<int64_t>> gemm_groups(const DAG& dag) {
   std::vector<int> gemms;
   for (const Node& n : dag.nodes) {
     const auto* g = n.is_compute() ? dynamic_cast<const Gemm*>(n.itype.get()) : nullptr;
-    if (g && !g->flags().swiglu && !n.inputs.empty() && n.outputs.size() == 1) gemms.push_back(n.id);
+    if (g && !g->flags().swiglu && !n.inputs.empty() && !n.outputs.empty()) gemms.push_back(n.id);
   }
   std::vector<std::vector<int64_t>> group(dag.nodes.size());
   for (int a : gemms) {
