@@ -162,6 +162,8 @@ void Gemm::validate_rope(const NodeInfo& n) const {
 // [Note: gemm rms fold] kernels/mk/itypes/gemm.cuh.
 void Gemm::validate_rms(const NodeInfo& n) const {
   if (!flags_.rms_out && !flags_.rms_scale) return;
+  if (flags_.rms_out && flags_.rms_scale)
+    fail("node '", n.name, "' (", n.target, "): 'rms_out' and 'rms_scale' do not go together (flags ", params(), ")");
   const auto& out = n.outputs[0];
   const Coord4 dv = out.padded();
   if (dv[0] * dv[1] != 1)

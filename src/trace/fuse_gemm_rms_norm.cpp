@@ -40,14 +40,14 @@ int fuse_gemm_rms_norm(DAG& dag) {
     const auto* gemm = g.is_compute() ? dynamic_cast<const Gemm*>(g.itype.get()) : nullptr;
     if (!gemm || g.outputs.size() != 1 || xe.output != 0) continue;
     Gemm::Flags f = gemm->flags();
-    if (f.swiglu || f.rope != 0 || f.rms_out) continue;
+    if (f.swiglu || f.rope != 0 || f.rms_out || f.rms_scale) continue;
     const TensorMeta& out = g.outputs[0];
     if (out.shape.size() != 2 || out.dtype != DType::bf16 || u.outputs[0].dtype != DType::bf16) continue;
     const int64_t M = out.shape[0], N = out.shape[1];
     if (N % 64 != 0 || xe.range.view_shape.empty() || xe.range.view_shape.back() != N || !whole_run(xe.range, out))
       continue;
     const TensorMeta& wm = dag.nodes[we.node].outputs[we.output];
-    if (we.node >= g.id || wm.dtype != DType::bf16 || we.range.alias || we.range.view_shape != std::vector<int64_t>{N} ||
+    if (!dag.nodes[we.node].is_input() || wm.dtype != DType::bf16 || we.range.alias || we.range.view_shape != std::vector<int64_t>{N} ||
         !we.range.is_full(wm.padded()))
       continue;
     // Readers: Gemms reading the norm's whole output as (M, N) A.
@@ -55,7 +55,7 @@ int fuse_gemm_rms_norm(DAG& dag) {
     for (const Use& use : u.users[0]) {
       const Node& r = dag.nodes[use.node];
       const auto* rg = r.is_compute() ? dynamic_cast<const Gemm*>(r.itype.get()) : nullptr;
-      ok = ok && rg && use.input == 0 && !rg->flags().transpose_a && !rg->flags().rms_scale &&
+      ok = ok && rg && use.input == 0 && !rg->flags().transpose_a && !rg->flags().rms_scale && !rg->flags().rms_out &&
            r.inputs[0].range.view_shape == std::vector<int64_t>{M, N} && whole_run(r.inputs[0].range, u.outputs[0]);
     }
     if (!ok) continue;

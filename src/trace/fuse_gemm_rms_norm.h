@@ -13,10 +13,10 @@
 namespace mk {
 
 // Rewrites `dag` in place (node ids renumbered): each RMSNorm with a weight whose
-//  - x is the whole, contiguous 2-D (M, N) bf16 output of a Gemm without swiglu, rope or rms_out, N a
-//    multiple of 64, seen with N as its last dim;
-//  - weight is a whole bf16 (N,) tensor produced before that Gemm;
-//  - output is read only as A by Gemms without ta or rms_scale, each viewing it whole as (M, N),
+//  - x is the whole, contiguous 2-D (M, N) bf16 output of a Gemm without swiglu, rope, rms_out or
+//    rms_scale, N a multiple of 64, seen with N as its last dim;
+//  - weight is a whole bf16 (N,) graph input (the device reads it without a barrier);
+//  - output is read only as A by Gemms without ta, rms_scale or rms_out, each viewing it whole as (M, N),
 // becomes flags on those Gemms (see above). Returns the number of norms folded.
 int fuse_gemm_rms_norm(DAG& dag);
 
