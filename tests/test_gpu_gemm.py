@@ -165,7 +165,8 @@ FLAG_CASES = {
     "act_relu_bias_full_512x512x512": (g_act_relu_bias_full, [(512, 512), (512, 512), (512, 512)], 1),
     "act_gelu_tanh_linear_1000x768x512": (g_act_gelu_tanh_linear, [(1000, 512), (768, 512), (768,)], 2),
     "act_silu_tb_300x520x256": (g_act_silu_tb, [(300, 256), (520, 256)], 1),
-    # rms_out / rms_scale (src/trace/fuse_gemm_rms_norm.h): ragged M, hidden 512 (8 ss columns)
+    # rms_out / rms_scale (src/trace/fuse_gemm_rms_norm.h, under MEGAKITTENS_FUSE=gemm_rms): ragged M,
+    # hidden 512 (8 ss columns)
     "rms_fold_1000x512x256": (g_rms_fold, [(1000, 512), (1000, 256), (512, 256), (512,), (768, 512)], 1),
     "rms_fold_swiglu_300x512x256": (g_rms_fold_swiglu, [(300, 512), (300, 256), (512, 256), (512,), (640, 512),
                                                          (640, 512)], 2),
@@ -245,10 +246,20 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
 
 @functools.cache
 def _flag_program(case, tile_n):
+    import os
     from megakittens import gpu
     fn, shapes, cluster = FLAG_CASES[case]
-    return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}",
-                       gemm_n=tile_n)
+    old = os.environ.get("MEGAKITTENS_FUSE")
+    if case.startswith("rms_"):  # the fold is opt-in (src/trace/fuse_gemm_rms_norm.h)
+        os.environ["MEGAKITTENS_FUSE"] = "gemm_rms"
+    try:
+        return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}",
+                           gemm_n=tile_n)
+    finally:
+        if old is None:
+            os.environ.pop("MEGAKITTENS_FUSE", None)
+        else:
+            os.environ["MEGAKITTENS_FUSE"] = old
 
 
 @pytest.mark.parametrize("tile_n", TILE_N)

@@ -139,6 +139,34 @@ def test_hf_llama_for_causal_lm_matches_eager():
     assert it.count("Gemm(tb,swiglu)") == 2, it  # the MLP's gate and up (src/trace/fuse_swiglu.h)
 
 
+def test_hf_llama_rms_fold_matches_eager(monkeypatch):
+    """MEGAKITTENS_FUSE=gemm_rms (src/trace/fuse_gemm_rms_norm.h): the norms after a residual Gemm fold into it
+    (rms_out) and into the Gemms reading them (rms_scale); the first layer's norm (after the embedding) and
+    the final one (a graph output too) stay. Still within the acceptance bounds of eager."""
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rms")
+    torch._dynamo.reset()
+    model = _hf_model("LlamaForCausalLM")
+    ids = torch.randint(0, 512, (1, 64))
+
+    def fwd(ids):
+        out = model(input_ids=ids, use_cache=False, output_hidden_states=True)
+        return out.hidden_states[-1], out.logits
+
+    with torch.no_grad():
+        h_ref, logits_ref = fwd(ids)
+        h, logits = megakittens.compile(fwd)(ids)
+    _check(h, logits, h_ref, logits_ref)
+    it = _itypes()
+    assert it.count("RMSNorm(eps=1e-06)") == 2, it
+    assert it.count("Gemm(tb,bias_full,rms_out)") == 3, it
+    assert sum("rms_scale=1e-06" in t for t in it) == 5, it  # q, k, v of layer 1; gate / up of both
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "no_gemm_rms")
+    torch._dynamo.reset()
+    with torch.no_grad():
+        megakittens.compile(fwd)(ids)
+    assert not any("rms_" in t for t in _itypes())
+
+
 def test_hf_llama_model_matches_eager():
     model = _hf_model("LlamaModel", layers=1)
     ids = torch.randint(0, 512, (2, 48))

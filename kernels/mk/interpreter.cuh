@@ -30,7 +30,7 @@ struct InitSemaphoresFn {
   template <class Op> __device__ __forceinline__ void operator()() {
     static_assert(DeviceIType<Op>, "a device IType (kernels/mk/itypes/) must provide num_semaphores, "
                                    "semaphore_count(i), lid_release_order(q, inst), load(c), compute(c), store(c)");
-    static_assert(Op::num_semaphores <= kMaxSemaphores, "an instruction may use at most kMaxSemaphores semaphores");
+    static_assert(Op::num_semaphores <= kMaxSemaphores, "an instruction may use at most 32 semaphores");
     n = Op::num_semaphores;
     if (lane == 0)
       for (int i = 0; i < n; ++i) cuda::ptx::mbarrier_init(&st->sems[i], Op::semaphore_count(i));

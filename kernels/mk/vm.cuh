@@ -35,11 +35,7 @@ constexpr int kThreads = 384;
 constexpr int kNumPages = 7;
 constexpr int kPageBytes = 32768;
 constexpr int kDynamicSmem = kNumPages * kPageBytes + 1024;  // 230,400 B: pages + 1 KB alignment
-#ifndef MK_GEMM_RMS  // 1 (src/runtime/codegen.cpp): a Gemm of the program stages 256 bytes in its scratch
-#define MK_GEMM_RMS 0
-#endif
-// Semaphores per stage: 32, and the scratch of itypes/gemm.cuh [Note: gemm rms fold] where it runs.
-constexpr int kMaxSemaphores = MK_GEMM_RMS ? 52 : 32;
+constexpr int kMaxSemaphores = 32;
 constexpr int kConsumerWarps = 8;
 // Named barrier of the 8 consumer warps (0 is __syncthreads). They run one instruction at a time, so
 // every IType's consumers may use it (mk/simt.cuh, rms_norm.cuh [Note: rms spread]).

@@ -264,12 +264,6 @@ std::string generate_source(const Program& p) {
   s += "#define MK_NUM_SLOTS " + std::to_string(layout.nslots) + "\n";
   s += "#define MK_NUM_XMAPS " + std::to_string(layout.nxmaps) + "\n";
   s += "#define MK_MAPS_IN_GLOBAL " + std::to_string(layout.maps_in_global ? 1 : 0) + "\n";
-  // The stage scratch of a Gemm with rms_out / rms_scale (kernels/mk/itypes/gemm.cuh [Note: gemm rms
-  // fold]) only where one runs: its 320 bytes of static shared memory leave less room for map_fenced.
-  bool rms = false;
-  for (const auto& it : p.icodes)
-    if (const auto* g = dynamic_cast<const Gemm*>(it.get())) rms |= g->flags().rms_out || g->flags().rms_scale.has_value();
-  if (rms) s += "#define MK_GEMM_RMS 1\n";
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
   s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
   s += "#include \"mk/itypes/copy.cuh\"\n#include \"mk/itypes/cat.cuh\"\n#include \"mk/itypes/embedding.cuh\"\n";

@@ -88,27 +88,26 @@
 // - RMS (bit 0 `rms_out`, bit 1 `rms_scale`): an RMSNorm between two Gemms folded into both
 //   (src/trace/fuse_gemm_rms_norm.h): [Note: gemm rms fold].
 //
-// [Note: gemm rms fold] The storer, idle during the mainloop, stages at the instruction's start what
-// the epilogue needs into the stage scratch ([Note: stage scratch], 256 bytes from semaphore kRmsScratch:
-// the static shared memory has no room for more) and arrives on semaphore kRms; the consumers wait on it
-// only in their epilogue. Reading ss and w there with their own loads cost an HF 8B layer's gate / up
-// tiles ~3.4 us each and its o / down tiles ~10 us (benchmarks/notes.md Session 26).
-// - rms_scale (eps in word 15, or 16 after a bias offset; the last source is ss, (M, K / 64) fp32): the
-//   storer waits for ss's barriers and writes r[row] = rsqrt(sum_j ss[m + row, j] / K + eps) of the
-//   tile's 128 rows as fp16 (lane l: rows l, l + 32, ...; 16 float4 of 4 rows in flight a lane); the
-//   consumers scale their accumulator rows by r before anything else in the epilogue. A is hw of the
-//   Gemm that wrote ss, so y @ B = r * (x * w) @ B: the norm's product up to one rounding (and fp16's
-//   2^-11 on r).
-// - rms_out (sources: ..., the norm's weight w, a graph input; outputs D, hw, ss): a tile of <= 128
-//   columns gets w[n0, n0 + n_cols) staged by the storer; a wider one loads each 64-column box's weight
-//   pairs before the box (one L2 round trip a box: loads among the hw stores, both global, are not
-//   hoisted above them, and the whole tile's pairs in registers spilled). With each column pair rounded
-//   and staged, the consumer also writes hw = bf16(D * w) straight to global memory (4-byte stores, 16
-//   contiguous bytes per quad and row) and sums D^2 (of D as rounded) per row and 64-column box; a
-//   quad's two shuffles give the box's sum, which lane (box % 4) stores as ss[m, n / 64]. A
-//   __threadfence before the staged arrival orders these stores before the storer's release of the dst
-//   barriers (the reader's proxy fence after its acquire covers its TMA loads of hw).
-// A Gemm has one of the two flags at most (src/itypes/gemm.cpp), so they share the scratch.
+// [Note: gemm rms fold] rms_out (sources: ..., the norm's weight w; outputs D, hw, ss): with each column
+// pair rounded and staged, the consumer also writes hw = bf16(D * w) straight to global memory (plain
+// 4-byte stores, 16 contiguous bytes per quad and row) and sums D^2 (of D as rounded) per row and 64-column
+// box; a quad's two shuffles give the box's sum, which lane (box % 4) stores as ss[m, n / 64]. A
+// __threadfence before the staged arrival orders these stores before the storer's release of the dst
+// barriers (the reader's proxy fence after its acquire covers its TMA loads of hw). w: a whole (N,) bf16
+// tensor, read as 2-byte loads through L2 (a late input, like a bias row), a 64-column box's 8 pairs
+// before the box (the whole tile's pairs in registers spilled at N = 256; loads among the hw stores,
+// both global, are not hoisted above them).
+// rms_scale (eps in word 15, or 16 after a bias offset; the last source is ss, (M, K / 64) fp32): before
+// anything else in the epilogue, after waiting for the late inputs, each quad sums its two rows' K / 64
+// partials (a quarter each, then two shuffles) and scales the accumulator rows by rsqrt(sum / K + eps).
+// A is hw of the Gemm that wrote ss, so y @ B = r * (x * w) @ B is the norm's product up to one rounding.
+// Measured (H200, 2026-12-03, benchmarks/notes.md Session 26): correct (test_gpu_gemm's rms cases, the HF
+// 1B / 8B in test_gpu_llama) but no faster: HF 1B kernel 5.062 ms folded vs 5.076, HF 8B 6.860 vs 6.559.
+// The norm's phase goes, but every tile pays the epilogue's L2 round trips: gate / up tiles +3.4 us (ss),
+// o / down tiles of 256 columns +10 us (w boxes, hw stores, the fence), and the 8B runs 13.6 waves of
+// gate / up tiles. So the tracer folds only under MEGAKITTENS_FUSE=gemm_rms. Staging r and w in shared
+// memory by the storer during the mainloop is the way on; a first try (r as fp16 in the stage scratch)
+// gave NaN and its 320 bytes of static shared memory overflowed the 1B's kernel (map_fenced): not kept.
 //
 // [Note: gemm rope epilogue] A tile's columns start on a head and hold whole heads (the host checks
 // the tile widths), so column n's rotate_half partner n -+ D/2 sits in the same thread: the accumulator
@@ -155,8 +154,6 @@
 // use it (fixed semaphore). D is always a whole tensor (the Gemm's own output), so its tiles end at
 // the tensor's edges and TMA clipping is exact.
 #pragma once
-#include <cuda_fp16.h>
-
 #include "mk/tile.cuh"
 #include "mk/unary.cuh"
 
@@ -195,7 +192,7 @@ template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, U
 struct GemmT {
   static_assert(RMS >= 0 && RMS <= 3, "RMS: bit 0 rms_out, bit 1 rms_scale");
   static_assert(!(RMS & 1) || (!SWIGLU && ROPE == 0), "rms_out goes with no swiglu or rope");
-  static_assert(RMS != 3, "rms_out and rms_scale share the stage scratch");
+  static_assert(RMS != 3, "rms_out and rms_scale not on one Gemm (src/itypes/gemm.cpp)");
   static_assert(ROPE == 0 || ROPE == 64 || ROPE == 128, "ROPE: 0 none, else the head dim 64 or 128");
   static_assert(ROPE == 0 || (!SWIGLU && BIAS != 2 && ACT == Unary::identity), "rope goes with bias_row at most");
   static_assert(BIAS >= 0 && BIAS <= 2, "BIAS: 0 none, 1 row, 2 full");
@@ -217,11 +214,8 @@ struct GemmT {
   // ready[4] (the peer's stage page is free, [Note: gemm multicast]), bias[2] (bias_full: the warpgroup's
   // bias rows landed in its epilogue page, TMA bytes; [Note: gemm bias tile]; rope: its table rows,
   // [Note: gemm rope tables]).
-  // rms[1] ([Note: gemm rms fold]: the storer staged r or w in the scratch from kRmsScratch).
   static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12, kBias = 16;
-  static constexpr int kRms = 18, kRmsScratch = 20;
-  static constexpr int num_semaphores = RMS != 0 ? 19 : BIAS == 2 || ROPE != 0 ? 18 : 16;
-  static_assert(RMS == 0 || kRmsScratch + 32 <= kMaxSemaphores, "256 bytes of scratch (MK_GEMM_RMS) after the semaphores");
+  static constexpr int num_semaphores = BIAS == 2 || ROPE != 0 ? 18 : 16;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmpty && i < kFixed) ? kConsumerWarps * kClusterSize : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
@@ -626,82 +620,55 @@ struct GemmT {
   }
 
   // One k16 step of the warpgroup's 64 x N product (N = 256: the whole tile; 128: a narrow tile).
-  // [Note: gemm rms fold] Storer, whole warp, at the instruction's start: r of the tile's rows
-  // (rms_scale) or the tile's w columns (rms_out) into the scratch, then arrive on kRms.
-  static __device__ __forceinline__ bool rms_stage(Ctx& c, const Dims& d) {
-    float* out = c.scratch(kRmsScratch);  // 256 bytes
-    const int l = c.lane;
-    if constexpr ((RMS & 2) != 0) {
-      if (!wait_late_inputs(c)) return false;
-      const SlotDesc& ss = c.slot(c.src_slot(kRmsSsSrc));
-      const int nb = ss.dims[3];
-      const float eps = __int_as_float(c.idx()[kRmsEps]);
-      const float* p[4];
-      float sum[4];
+  // [Note: gemm rms fold] rms_scale: accumulator rows r, r + 8 (r = 64 wg + 16 (warp % 4) + lane / 4) times
+  // rsqrt(sum_j ss[m + r, j] / K + eps); register 4i + 2h (+1) is row half h. Rows >= m_rows read row
+  // m_rows - 1 (they are never stored).
+  template <int N>
+  static __device__ __forceinline__ void rms_scale_rows(const Ctx& c, const Dims& d, int wg, float (&acc)[N / 2]) {
+    const SlotDesc& ss = c.slot(c.src_slot(kRmsSsSrc));
+    const int nb = ss.dims[3], q = c.lane & 3, r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
+    const float eps = __int_as_float(c.idx()[kRmsEps]);
+    float scale[2];
 #pragma unroll
-      for (int g = 0; g < 4; ++g) {  // rows >= m_rows read row m_rows - 1 (never used)
-        p[g] = reinterpret_cast<const float*>(ss.ptr) +
-               static_cast<long long>(c.idx()[kD + 2] + min(l + 32 * g, d.m_rows - 1)) * nb;
-        sum[g] = 0.f;
-      }
-      if (nb % 4 == 0 && ss.ptr % 16 == 0) {
-        for (int j = 0; j < nb; j += 16) {
-          float4 v[4][4];
-#pragma unroll
-          for (int g = 0; g < 4; ++g)
-#pragma unroll
-            for (int u = 0; u < 4; ++u)
-              v[g][u] = j + 4 * u < nb ? __ldcg(reinterpret_cast<const float4*>(p[g] + j + 4 * u)) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-          for (int g = 0; g < 4; ++g)
-#pragma unroll
-            for (int u = 0; u < 4; ++u) sum[g] += (v[g][u].x + v[g][u].y) + (v[g][u].z + v[g][u].w);
+    for (int h = 0; h < 2; ++h) {
+      const float* p = reinterpret_cast<const float*>(ss.ptr) +
+                       static_cast<long long>(c.idx()[kD + 2] + min(r + 8 * h, d.m_rows - 1)) * nb;
+      float sum = 0.f;
+      if (nb % 4 == 0) {  // 16-byte rows: lane q takes every fourth float4
+#pragma unroll 4
+        for (int j = 4 * q; j < nb; j += 16) {
+          const float4 v = __ldcg(reinterpret_cast<const float4*>(p + j));
+          sum += (v.x + v.y) + (v.z + v.w);
         }
       } else {
-        for (int j = 0; j < nb; ++j)
-#pragma unroll
-          for (int g = 0; g < 4; ++g) sum[g] += __ldcg(p[g] + j);
+        for (int j = q; j < nb; j += 4) sum += __ldcg(p + j);
       }
-      __half* r = reinterpret_cast<__half*>(out);
-#pragma unroll
-      for (int g = 0; g < 4; ++g) r[l + 32 * g] = __float2half_rn(rsqrtf(sum[g] / static_cast<float>(d.K) + eps));
-    } else if (d.n_cols <= 128) {
-      const SlotDesc& ws = c.slot(c.src_slot(kRmsWSrc));
-      const unsigned short* w = reinterpret_cast<const unsigned short*>(ws.ptr) + c.idx()[kD + 3] + 8 * l;
-      unsigned short* o = reinterpret_cast<unsigned short*>(out) + 8 * l;
-      if (8 * l < d.n_cols) {  // lane l: columns [8l, 8l + 8) (n_cols is a multiple of 64)
-        if (reinterpret_cast<unsigned long long>(w) % 16 == 0) {
-          *reinterpret_cast<uint4*>(o) = __ldcg(reinterpret_cast<const uint4*>(w));
-        } else {
-#pragma unroll
-          for (int e = 0; e < 8; ++e) o[e] = __ldcg(w + e);
-        }
-      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      scale[h] = rsqrtf(sum / static_cast<float>(d.K) + eps);
     }
-    __syncwarp();
-    if (l == 0) arrive(c.sem(kRms));
-    return true;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) acc[i] *= scale[(i >> 1) & 1];
   }
-  // [Note: gemm rms fold] rms_out: this thread's hw stores and D^2 sums, for tile rows r, r + 8 (r =
-  // 64 wg + 16 (warp % 4) + lane / 4) and its column pairs 8i + 2(lane % 4) of the N / 64 boxes; w from
-  // the scratch (N = 128) or a box's pairs loaded before the box (N = 256).
+  // [Note: gemm rms fold] rms_out: this thread's hw stores and D^2 sums, for tile rows r, r + 8 (r as
+  // above) and its column pairs 8i + 2(lane % 4) of the N / 64 boxes. A box's 8 weight pairs are loaded
+  // together before its first column group (2-byte loads: w need not be 4-byte aligned), so each box costs
+  // one L2 round trip: loads among the hw stores (both global) would not be hoisted above them, and the
+  // whole tile's pairs at once spilled at N = 256.
   template <int N>
   struct RmsOut {
     static constexpr int kBoxes = N / 64;
-    static constexpr bool kStaged = N <= 128;
     __nv_bfloat16* hw[2];  // row r + 8h of hw at the tile's first column; nullptr past m_rows
     float* ss[2];          // row r + 8h of ss at the tile's first box
-    const u32* ws;         // kStaged: the tile's w columns as bf16 pairs (scratch)
-    const unsigned short* wglobal;  // else: w[n0 + 2q] (q = lane % 4) in global memory
-    u32 wv[kStaged ? 1 : 8];   // the current box's pairs w[8i + 2q], w[8i + 2q + 1]
+    const unsigned short* w;  // w[n0 + 2q] (q = lane % 4)
+    u32 wv[8];             // the current box's pairs w[8i + 2q], w[8i + 2q + 1] (bf16 pairs)
     int n_cols;
     float sq[2][kBoxes];
     __device__ __forceinline__ void init(const Ctx& c, const Dims& d, int r) {
-      const SlotDesc &hs = c.slot(c.dst_slot(1)), &ss_ = c.slot(c.dst_slot(2));
+      const SlotDesc &hs = c.slot(c.dst_slot(1)), &ss_ = c.slot(c.dst_slot(2)), &ws = c.slot(c.src_slot(kRmsWSrc));
       const i32 m = c.idx()[kD + 2], n0 = c.idx()[kD + 3];
       n_cols = d.n_cols;
-      ws = reinterpret_cast<const u32*>(c.scratch(kRmsScratch));
-      wglobal = reinterpret_cast<const unsigned short*>(c.slot(c.src_slot(kRmsWSrc)).ptr) + n0 + 2 * (c.lane & 3);
+      w = reinterpret_cast<const unsigned short*>(ws.ptr) + n0 + 2 * (c.lane & 3);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const long long row = m + r + 8 * h;
@@ -711,20 +678,20 @@ struct GemmT {
         for (int b = 0; b < kBoxes; ++b) sq[h][b] = 0.f;
       }
     }
-    // Before column group i (N = 256): a box's first loads its 8 weight pairs.
+    // Before column group i: a box's first loads its weight pairs.
     __device__ __forceinline__ void begin(int i) {
-      if (kStaged || i % 8 != 0) return;
+      if (i % 8 != 0) return;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int col = min(8 * (i + j), n_cols - 8);  // columns >= n_cols are never stored
-        wv[j % (kStaged ? 1 : 8)] = static_cast<u32>(__ldcg(wglobal + col)) | static_cast<u32>(__ldcg(wglobal + col + 1)) << 16;
+        wv[j] = static_cast<u32>(__ldcg(w + col)) | static_cast<u32>(__ldcg(w + col + 1)) << 16;
       }
     }
     // Column pair (col, col + 1) of row half h as rounded, col = 8i + 2q (column group i, box i / 8).
     __device__ __forceinline__ void put(int h, int i, int col, float2 x) {
       sq[h][i / 8] += x.x * x.x + x.y * x.y;
       if (hw[h] != nullptr && col < n_cols) {
-        const u32 p = kStaged ? ws[col / 2] : wv[i % (kStaged ? 1 : 8)];
+        const u32 p = wv[i % 8];
         const float w0 = __uint_as_float(p << 16), w1 = __uint_as_float(p & 0xffff0000u);
         *reinterpret_cast<__nv_bfloat162*>(hw[h] + col) = __floats2bfloat162_rn(x.x * w0, x.y * w1);
       }
@@ -829,22 +796,17 @@ struct GemmT {
       if (c.lane == 0) release_stage(c, d.last, mc);
     }
     if (!active) return;
-    // [Note: gemm rms fold] What the storer staged: r (rms_scale) or w (rms_out).
+    // [Note: gemm rms fold] Both read late inputs (ss; w), so they wait for them first.
     if constexpr (RMS != 0)
-      if (!wait(c, c.sem(kRms), 0)) return;
-    if constexpr ((RMS & 2) != 0) {
-      const __half* r = reinterpret_cast<const __half*>(c.scratch(kRmsScratch)) + 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
-      const float scale[2] = {__half2float(r[0]), __half2float(r[8])};
-#pragma unroll
-      for (int i = 0; i < N / 2; ++i) acc[i] *= scale[(i >> 1) & 1];  // register 4i + 2h (+1): row half h
-    }
+      if (!wait_late_inputs(c)) return;
+    if constexpr ((RMS & 2) != 0) rms_scale_rows<N>(c, d, wg, acc);
     RmsOut<N> rms;
     if constexpr ((RMS & 1) != 0) rms.init(c, d, 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2));
     BiasRows bias{};
     // bias_full or the rope tables through the epilogue page ([Note: gemm bias tile], [Note: gemm rope tables]).
     const bool tile = staged_tile(c, d, wg);
     if (BIAS == 1 || ((BIAS == 2 || ROPE != 0) && !tile)) {  // a bias row, or the tables, read through L2
-      if (!wait_late_inputs(c)) return;
+      if (RMS == 0 && !wait_late_inputs(c)) return;
       if constexpr (BIAS != 0) bias = bias_rows(c, d, wg);
     }
 
@@ -967,8 +929,6 @@ struct GemmT {
     const i32* idx = c.idx();
     const Dims d = dims(idx);
     if (d.m_rows > 0) {
-      if constexpr (RMS != 0)
-        if (!rms_stage(c, d)) return;
       const bool two = kBox < d.m_rows;  // warpgroup 1 has rows
       const bool t0 = staged_tile(c, d, 0), t1 = two && staged_tile(c, d, 1);
       if (t0 || t1) {

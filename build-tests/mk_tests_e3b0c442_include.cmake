@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build-tests/mk_tests_e3b0c442_tests.cmake")
-  include("/work/main/build-tests/mk_tests_e3b0c442_tests.cmake")
-else()
-  add_test(mk_tests_NOT_BUILT mk_tests_NOT_BUILT)
-endif()
