@@ -53,6 +53,7 @@ def report(name, program, slots, options):
     torch.cuda.synchronize()
     t = t.cpu()
     if os.environ.get("MK_TIMELINE_DUMP"):  # raw data for offline analysis: events, instruction table, nodes
+        os.makedirs(os.environ["MK_TIMELINE_DUMP"], exist_ok=True)
         torch.save({"timeline": t, "table": torch.from_numpy(program.table_global().copy()),
                     "node_of": list(program.instruction_node), "num_sms": program.num_sms,
                     "nodes": [(x.name, x.itype) for x in program.nodes]},
