@@ -396,3 +396,54 @@ def test_2d_residual_and_the_seed_mlp_fold_into_the_gemm():
     check_close(megakittens.compile(mlp, fuse=False)(*args), mlp(*args))
     assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == \
         ["Gemm", "ElementwiseBinary(op=add,alpha=1)", "ElementwiseUnary(ops=relu)"] * 3
+
+
+# --- an RMSNorm between two Gemms folded into both (MEGAKITTENS_FUSE=gemm_rms; src/trace/fuse_gemm_rms_norm.h) ---
+
+def _hf_rms_norm(h, w):  # HF LlamaRMSNorm's arithmetic, which the tracer fuses into one RMSNorm
+    v = h.float()
+    return w * (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6)).to(h.dtype)
+
+
+def rms_between(x, r, w1, nw, w2):  # residual Gemm -> norm -> Gemm: folded
+    return _hf_rms_norm(x @ w1.T + r, nw) @ w2.T
+
+
+def rms_also_returned(x, r, w1, nw, w2):  # the norm's output is a graph output too: kept
+    y = _hf_rms_norm(x @ w1.T + r, nw)
+    return y @ w2.T, y
+
+
+def rms_read_by_elementwise(x, r, w1, nw, w2):  # a non-Gemm reader: kept
+    y = _hf_rms_norm(x @ w1.T + r, nw)
+    return y @ w2.T + y.sum(-1, keepdim=True)
+
+
+def rms_split_k(x, r, w1, nw, w2):  # K 8192 at M 128: the producing Gemm splits, its last piece folds
+    return _hf_rms_norm(x @ w1.T + r, nw) @ w2.T
+
+
+RMS_SHAPES = [(M, K), (M, 256), (256, K), (256,), (N, 256)]
+
+
+@pytest.mark.parametrize("fn,shapes,folded", [
+    (rms_between, RMS_SHAPES, True),
+    (rms_also_returned, RMS_SHAPES, False),
+    (rms_read_by_elementwise, RMS_SHAPES, False),
+    (rms_split_k, [(128, 8192), (128, 256), (256, 8192), (256,), (N, 256)], True),
+])
+def test_rms_norm_folds_into_the_gemms_only_where_allowed(monkeypatch, fn, shapes, folded):
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rms")
+    torch._dynamo.reset()
+    args = [randn(*s) for s in shapes]
+    args[3] = args[3].abs() + 0.5  # a norm weight of either sign works; keep it away from 0 for the check
+    out = megakittens.compile(fn)(*args)
+    ref = fn(*args)
+    for o, e in zip(out if isinstance(out, tuple) else (out,), ref if isinstance(ref, tuple) else (ref,)):
+        check_close(o, e)
+    itypes = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    assert any("rms_out" in t for t in itypes) == folded, itypes
+    assert any(t.startswith("RMSNorm") for t in itypes) != folded, itypes
+    if fn is rms_split_k:  # the split's pieces: only the last carries rms_out
+        gemms = [t for t in itypes if t.startswith("Gemm(tb,bias_full")]
+        assert len(gemms) >= 2 and gemms.count("Gemm(tb,bias_full,rms_out)") == 1, itypes
