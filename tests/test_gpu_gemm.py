@@ -12,7 +12,9 @@ every flag combination; nn.Linear modules through megakittens.compile with no fa
 from __future__ import annotations
 
 import functools
+import os
 import warnings
+from unittest import mock
 
 import pytest
 import torch
@@ -246,20 +248,12 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
 
 @functools.cache
 def _flag_program(case, tile_n):
-    import os
     from megakittens import gpu
     fn, shapes, cluster = FLAG_CASES[case]
-    old = os.environ.get("MEGAKITTENS_FUSE")
-    if case.startswith("rms_"):  # the fold is opt-in (src/trace/fuse_gemm_rms_norm.h)
-        os.environ["MEGAKITTENS_FUSE"] = "gemm_rms"
-    try:
+    # The rms fold is opt-in (src/trace/fuse_gemm_rms_norm.h).
+    with mock.patch.dict(os.environ, {"MEGAKITTENS_FUSE": "gemm_rms"} if case.startswith("rms_") else {}):
         return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}",
                            gemm_n=tile_n)
-    finally:
-        if old is None:
-            os.environ.pop("MEGAKITTENS_FUSE", None)
-        else:
-            os.environ["MEGAKITTENS_FUSE"] = old
 
 
 @pytest.mark.parametrize("tile_n", TILE_N)

@@ -167,15 +167,18 @@ void Gemm::validate_rms(const NodeInfo& n) const {
   const auto& out = n.outputs[0];
   const Coord4 dv = out.padded();
   if (dv[0] * dv[1] != 1)
-    fail("node '", n.name, "' (", n.target, "): the rms_out / rms_scale epilogue needs a 2-D output D, got ", out.str());
+    fail("node '", n.name, "' (", n.target, "): the rms_out / rms_scale epilogue needs a 2-D output D, got ",
+         out.str());
   const int64_t M = dv[2], N = dv[3], K = n.inputs[0].padded()[3];
   const auto require_ss = [&](const char* what, const TensorMeta& t, int64_t cols) {
     if (t.dtype != DType::f32 || t.padded() != Coord4{1, 1, M, cols})
-      fail("node '", n.name, "' (", n.target, "): ", what, " must be a float32 (M, ", cols, ") tensor with M=", M, ", got ", t.str());
+      fail("node '", n.name, "' (", n.target, "): ", what, " must be a float32 (M, ", cols, ") tensor with M=", M,
+           ", got ", t.str());
   };
   if (flags_.rms_out) {
     if (flags_.swiglu || flags_.rope != 0)
-      fail("node '", n.name, "' (", n.target, "): the 'rms_out' epilogue goes with no swiglu or rope (flags ", params(), ")");
+      fail("node '", n.name, "' (", n.target, "): the 'rms_out' epilogue goes with no swiglu or rope (flags ",
+           params(), ")");
     if (N % 64 != 0)
       fail("node '", n.name, "' (", n.target, "): the 'rms_out' epilogue needs N a multiple of 64, got N=", N);
     const Operand& w = n.inputs[rms_w_input()];
@@ -339,7 +342,9 @@ int64_t Gemm::split_k_chunk(int64_t K, int splits, int gemm_k) {
 
 int Gemm::split_k(const NodeInfo& n) const {
   const Profile& p = n.profile;
-  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_scale || !n.gemm_group_n.empty() || p.gemm_split_k <= 1 || p.num_sms < 1 || p.gemm_k < 1) return 1;
+  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_scale || !n.gemm_group_n.empty() || p.gemm_split_k <= 1 ||
+      p.num_sms < 1 || p.gemm_k < 1)
+    return 1;
   const GemmDims g = gemm_dims(n, false);
   const int64_t row_ctas = g.ds[0] * g.ds[1] * g.MT * g.G;
   if (row_ctas == 0 || g.ds[3] == 0) return 1;

@@ -29,7 +29,7 @@ class Gemm final : public IType {
   // 64 j .. 64 j + 63 (D as rounded); D 2-D, N a multiple of 64; no swiglu or rope. rms_scale = eps: one
   // more input, ss (M, K / 64) of the Gemm that wrote A, and the accumulator's row m scaled by
   // rsqrt(sum_j ss[m, j] / K + eps) before everything else in the epilogue; A and D 2-D, A not transposed.
-  // Not both on one Gemm (the device stages either's data in the same scratch).
+  // Not both on one Gemm (the fold never makes one, and the device epilogue does not combine them).
   struct Flags {
     bool transpose_a = false, transpose_b = false;
     Bias bias = Bias::none;

@@ -49,16 +49,17 @@ int fuse_gemm_rms_norm(DAG& dag) {
     if (N % 64 != 0 || xe.range.view_shape.empty() || xe.range.view_shape.back() != N || !whole_run(xe.range, out))
       continue;
     const TensorMeta& wm = dag.nodes[we.node].outputs[we.output];
-    if (!dag.nodes[we.node].is_input() || wm.dtype != DType::bf16 || we.range.alias || we.range.view_shape != std::vector<int64_t>{N} ||
-        !we.range.is_full(wm.padded()))
+    if (!dag.nodes[we.node].is_input() || wm.dtype != DType::bf16 || we.range.alias ||
+        we.range.view_shape != std::vector<int64_t>{N} || !we.range.is_full(wm.padded()))
       continue;
     // Readers: Gemms reading the norm's whole output as (M, N) A.
     bool ok = !u.users[0].empty();
     for (const Use& use : u.users[0]) {
       const Node& r = dag.nodes[use.node];
       const auto* rg = r.is_compute() ? dynamic_cast<const Gemm*>(r.itype.get()) : nullptr;
-      ok = ok && rg && use.input == 0 && !rg->flags().transpose_a && !rg->flags().rms_scale && !rg->flags().rms_out &&
-           r.inputs[0].range.view_shape == std::vector<int64_t>{M, N} && whole_run(r.inputs[0].range, u.outputs[0]);
+      const bool plain = rg && !rg->flags().transpose_a && !rg->flags().rms_scale && !rg->flags().rms_out;
+      ok = ok && plain && use.input == 0 && r.inputs[0].range.view_shape == std::vector<int64_t>{M, N} &&
+           whole_run(r.inputs[0].range, u.outputs[0]);
     }
     if (!ok) continue;
     const int gid = g.id;

@@ -9,9 +9,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "reference/memory.h"
-
 #include "reference/exec.h"
+#include "reference/memory.h"
 #include "schedule/instruction.h"
 
 namespace mk {
