@@ -51,6 +51,10 @@ def test_generated_source_compiles_without_spills(case, cluster):
     in_global = len(program.slots) * 160 > 32764
     assert (case == "many_slots") == in_global, len(program.slots)
     assert f"#define MK_MAPS_IN_GLOBAL {int(in_global)}" in src
+    # interpreter.cuh [Note: role calls]: forced calls only beside a Gemm or Attention body.
+    tensor_core = "mk::Gemm" in src or "mk::Attention" in src
+    assert (case == "many_slots") == tensor_core  # its last op is a matmul
+    assert f"#define MK_ROLE_CALLS {int(tensor_core)}" in src
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
     if not spills and "megakittens_kernel" not in log:
         # Seen with the NVRTC of the GPU image: it compiled but forwarded no ptxas report to the log.
@@ -332,6 +336,7 @@ def test_llama_layer_source_compiles_without_spills():
     src, cubin, log = _compile(p)
     for body in ("mk::Attention", "mk::Rope<", "mk::Copy<", "mk::Embedding", "mk::RMSNorm<", "mk::GemmT<false, true, 0, true>"):
         assert body in src, body
+    assert "#define MK_ROLE_CALLS 1" in src  # [Note: role calls]: inlined role loops spill here
     if "megakittens_kernel" not in log:
         pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]

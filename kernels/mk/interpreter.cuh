@@ -90,6 +90,14 @@ __device__ void controller(Ctx& c) {
   const u32 rank = kClusterSize > 1 ? ptx::cluster_ctarank() : 0u;
   const u32 units = static_cast<u32>(g.num_instructions / kClusterSize);
   const u32 base = g.queue_base;
+  // [Note: static first claim] With the global queue, cluster k's first instruction is unit k: no atomic
+  // round trip before the first publish (the claims serialise on one L2 line, all CTAs at once). Later
+  // claims count from the cluster count on; a cluster whose first unit is past the end claims nothing,
+  // so a launch makes exactly `units` claims (src/runtime/launch.cpp queue_base).
+  const u32 nclusters = static_cast<u32>(g.num_ctas / kClusterSize);
+  const auto claim = [&](int it) -> u32 {
+    return it == 0 ? blockIdx.x / kClusterSize : atomicAdd(g.queue, 1u) - base + nclusters;
+  };
   for (int iter = 0;; ++iter) {
     const int s = iter & 1;
     Stage& st = sh.stages[s];
@@ -119,7 +127,7 @@ __device__ void controller(Ctx& c) {
     if (ahead) {
       if (g.global_queue) {
         u32 unit = 0;
-        if (c.lane == 0) unit = atomicAdd(g.queue, 1u) - base;
+        if (c.lane == 0) unit = claim(iter);
         unit = __shfl_sync(0xffffffffu, unit, 0);
         if (unit < units) row = unit;
       }
@@ -135,7 +143,7 @@ __device__ void controller(Ctx& c) {
     if (!ahead) {
       u32 unit = 0;
       if (rank == 0) {
-        if (g.global_queue && c.lane == 0) unit = atomicAdd(g.queue, 1u) - base;
+        if (g.global_queue && c.lane == 0) unit = claim(iter);
         if constexpr (kClusterSize > 1) {  // lane 0 writes everything, then releases it with its arrive
           for (int q = 0; q < kNumPages; ++q) {
             const int v = __shfl_sync(0xffffffffu, pid, q);
@@ -223,8 +231,20 @@ __device__ __forceinline__ void worker_loop(Ctx& c) {
 // program held one more Gemm body, and through a reference run_vm's one Ctx then lived in local memory
 // for every role, reloaded by every body (2425 LDL against 246 in an HF layer's kernel; every Gemm of
 // the 8B ~9% slower, H200 2026-12-03, benchmarks/notes.md Session 21).
+// [Note: role calls] Forced calls only where a Gemm or Attention body is present (MK_ROLE_CALLS, set by
+// src/runtime/codegen.cpp): in an RMSNorm program the calls cost 6 us of a 256 MB launch's 154 (RMSNorm
+// 16384 x 8192: 82 -> 79% of copy, H200, 2026-12-03, benchmarks/notes.md Session 27); elsewhere ptxas
+// chooses, as before Session 21 (it inlines a small program's loops without spilling).
+#ifndef MK_ROLE_CALLS
+#define MK_ROLE_CALLS 1
+#endif
+#if MK_ROLE_CALLS
+#define MK_ROLE_INLINE __noinline__
+#else
+#define MK_ROLE_INLINE  // ptxas's choice (it inlines small programs' loops)
+#endif
 template <class V, class Role>
-__device__ __noinline__ void worker(Ctx c) {
+__device__ MK_ROLE_INLINE void worker(Ctx c) {
   worker_loop<V, Role>(c);
 }
 

@@ -264,6 +264,11 @@ std::string generate_source(const Program& p) {
   s += "#define MK_NUM_SLOTS " + std::to_string(layout.nslots) + "\n";
   s += "#define MK_NUM_XMAPS " + std::to_string(layout.nxmaps) + "\n";
   s += "#define MK_MAPS_IN_GLOBAL " + std::to_string(layout.maps_in_global ? 1 : 0) + "\n";
+  // kernels/mk/interpreter.cuh [Note: role calls]: the loader's and storer's loops are calls where a
+  // Gemm or Attention body is present, else left to ptxas (it inlines them).
+  bool tensor_core = false;
+  for (const auto& it : p.icodes) tensor_core = tensor_core || it->name() == "Gemm" || it->name() == "Attention";
+  s += "#define MK_ROLE_CALLS " + std::to_string(tensor_core ? 1 : 0) + "\n";
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
   s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
   s += "#include \"mk/itypes/copy.cuh\"\n#include \"mk/itypes/cat.cuh\"\n#include \"mk/itypes/embedding.cuh\"\n";

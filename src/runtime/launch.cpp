@@ -427,7 +427,8 @@ void GpuKernel::run(const std::vector<uint64_t>& ptrs, uint64_t stream_int, cons
   c.waves = static_cast<int32_t>(program_.waves());
   c.global_queue = o.global_queue ? 1 : 0;
   c.num_ctas = grid;
-  c.queue_base = queue_launches_ * (units + static_cast<uint32_t>(grid / cs));
+  // Each launch makes exactly `units` claims (kernels/mk/interpreter.cuh [Note: static first claim]).
+  c.queue_base = queue_launches_ * units;
   c.timeline = o.timeline;
   c.maps = layout_.maps_in_global ? device_maps(ptrs, stream) : 0;
   std::memcpy(params_.data(), &c, sizeof c);
