@@ -45,8 +45,12 @@ case "$mode" in
         > "$logs/bench_$c.log" 2>&1)
       line=""
       if [ -n "${SHOW:-}" ]; then
-        line=$(python3 -c "import json, sys; print(' | '.join(f\"{r['case']}: {r['megakittens']:.4g}\" for r in json.load(open(sys.argv[1])) if r['megakittens'] is not None))" \
-          "$trees/$c/benchmarks/results/$SHOW.json" 2>&1 | tail -1)
+        line=$(python3 - "$trees/$c/benchmarks/results/$SHOW.json" 2>&1 <<'PY' | tail -1
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1])) if r["megakittens"] is not None]
+print(" | ".join(f"{r['case']}: {r['megakittens']:.4g}" for r in rows))
+PY
+)
       fi
       echo "[$c $(el)] $line"
     done

@@ -226,11 +226,11 @@ __device__ __forceinline__ void worker_loop(Ctx& c) {
 // The consumers' loop is always inlined: in a large program (a whole Llama) ptxas otherwise kept it a
 // separate function, and a wgmma pipeline crossing that call boundary made it serialize every wgmma
 // (C7510): each Gemm k-step took ~1520 SM cycles in the 8B model against ~1200 alone (H200, 2026-12-03,
-// benchmarks/notes.md Session 19). The loader's and storer's loops are always calls (inlining them
-// spilled in warpgroup 2's 72 registers), taking Ctx by value: ptxas had made the storer's a call once a
-// program held one more Gemm body, and through a reference run_vm's one Ctx then lived in local memory
-// for every role, reloaded by every body (2425 LDL against 246 in an HF layer's kernel; every Gemm of
-// the 8B ~9% slower, H200 2026-12-03, benchmarks/notes.md Session 21).
+// benchmarks/notes.md Session 19). In such programs the loader's and storer's loops are calls
+// (inlining them spilled in warpgroup 2's 72 registers), taking Ctx by value: ptxas had made the
+// storer's a call once a program held one more Gemm body, and through a reference run_vm's one Ctx then
+// lived in local memory for every role, reloaded by every body (2425 LDL against 246 in an HF layer's
+// kernel; every Gemm of the 8B ~9% slower, H200 2026-12-03, benchmarks/notes.md Session 21).
 // [Note: role calls] Forced calls only where a Gemm or Attention body is present (MK_ROLE_CALLS, set by
 // src/runtime/codegen.cpp): in an RMSNorm program the calls cost 6 us of a 256 MB launch's 154 (RMSNorm
 // 16384 x 8192: 82 -> 79% of copy, H200, 2026-12-03, benchmarks/notes.md Session 27); elsewhere ptxas
