@@ -72,6 +72,11 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_FETCH_AHEAD
 #define MK_FETCH_AHEAD 1
 #endif
+// [Note: tail claims] (interpreter.cuh): 0 (default) fetches ahead to the end of the global queue; N > 0
+// claims only with a free stage in the last N waves (an A/B experiment, not measured yet).
+#ifndef MK_TAIL_NO_AHEAD
+#define MK_TAIL_NO_AHEAD 0
+#endif
 
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
