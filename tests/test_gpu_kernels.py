@@ -381,6 +381,32 @@ def test_relaunch_with_some_slots_moved():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize("rows", [1024, 8192])
+def test_global_queue_relaunches(rows, cluster):
+    """kernels/mk/interpreter.cuh [Note: static first claim]: a launch makes exactly `units` claims and the
+    host's queue_base follows, whether the program has fewer units than clusters (an add of 1024 x 1024:
+    every CTA past them claims nothing) or more (8192 rows: dynamic claims after the static first one).
+    Five launches of one launcher with fresh inputs each: a wrong base would skip or repeat units (NaN left
+    in the poisoned output) or wait on the watchdog."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, shapes = g_add, [(rows, 1024), (rows, 1024)]
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"relaunch_{rows}")
+    units = program.num_instructions // cluster
+    assert (units < gpu.num_ctas(cluster) // cluster) == (rows == 1024), units
+    launch = gpu.launcher(program, {"global_work_queue": True, "sync": True, "watchdog_s": 5.0})
+    for i in range(5):
+        args = inputs_for(shapes, "cuda", seed=20 + i)
+        slots = alloc_slots(program, args)
+        launch([int(t.data_ptr()) for t in slots])
+        (out,) = [slots[s] for s in program.output_slots]
+        assert not out.isnan().any(), i
+        torch.testing.assert_close(out, fn(*args), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
 def test_jit_cache_hit(tmp_path, monkeypatch):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
