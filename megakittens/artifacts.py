@@ -19,7 +19,7 @@ _counter = itertools.count()
 
 
 def _log_dir() -> Path:
-    return Path(os.environ.get("MEGAKITTENS_LOG_DIR", "log"))
+    return Path(os.environ.get("MEGAKITTENS_LOG_DIR") or "log")  # unset or empty: ./log
 
 
 def _safe(name: str) -> str:
@@ -35,9 +35,14 @@ def next_number(name: str) -> int:
 
 
 def log_path(name: str, number: int, suffix: str) -> Path:
-    """<log dir>/<name>.<NN>.<suffix>, creating the directory; name is made file-safe."""
+    """<log dir>/<name>.<NN>.<suffix>, creating the directory; name is made file-safe. Raises OSError naming
+    the directory and MEGAKITTENS_LOG_DIR when it cannot be created (a file of that name, no permission)."""
     directory = _log_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OSError(f"megakittens: cannot create the log directory '{directory}' for save_dag / save_schedule "
+                      f"(set MEGAKITTENS_LOG_DIR to a writable directory): {e}") from e
     return directory / f"{_safe(name)}.{number:02d}.{suffix}"
 
 

@@ -133,15 +133,17 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
     by op and reason, with how often - an op without an instruction type or one whose own constraints
     fail (dtype, TMA alignment: each op is traced and scheduled alone, as fallback="eager" does, when
     ``gm`` is given) - and the whole graph's trace or schedule error."""
-    issues = list(_C.support_report(graph, fuse=options.fuse))
-    whole = ""
-    if not issues:
+    def whole_error() -> str:
         try:
             _C.schedule(_C.trace(graph, fuse=options.fuse), options.profile(), cluster_size=options.cluster_size)
         except _C.CompileError as e:
-            whole = str(e)
-        if not whole:
-            return f"[megakittens] support report for '{name}': every op has an instruction type"
+            return str(e)
+        return ""
+
+    issues = list(_C.support_report(graph, fuse=options.fuse))
+    whole = "" if issues else whole_error()
+    if not issues and not whole:
+        return f"[megakittens] support report for '{name}': every op has an instruction type"
     if gm is not None and not graph.is_backward:
         # Each op alone; an op that compiles only inside a fused pattern (repeat_kv's clone) shows up too.
         # Pure ops no output needs go first (as fallback="eager" drops them): they are not blockers.
@@ -149,6 +151,12 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
         gm.recompile()
         live = fx_export.export_graph(gm, name, graph.is_backward)
         issues = [(n.name, fx_export.target_name(n), why) for n, why in fallback._supported_nodes(gm, live, options)[1].items()]
+        if not issues and not whole:
+            # Every op compiles alone (an unfused repeat_kv's rank-5 clone passes the op-by-op check only
+            # inside its pattern): the whole graph's trace and schedule decide.
+            whole = whole_error()
+            if not whole:
+                return f"[megakittens] support report for '{name}': every op has an instruction type"
     if whole and all(why != whole for _, _, why in issues):
         issues.append(("", "", whole))
     lines = [f"[megakittens] support report for '{name}': {len(issues)} node(s) cannot be compiled"]

@@ -123,6 +123,26 @@ def test_dry_run_reports_every_op_and_reason(capsys):
     assert len(lines) == 2 and any("multiple of 16 bytes" in ln for ln in lines) and any("bfloat16" in ln for ln in lines), out
 
 
+def test_dry_run_reports_a_graph_that_fails_only_whole(capsys):
+    """An unfused repeat_kv: its rank-5 clone compiles when checked op by op (inside the pattern), so the
+    per-op check clears every node; the report must then give the whole graph's error, as compiling does."""
+    import torch.nn.functional as F  # noqa: PLC0415
+
+    def attn(q, k, v):
+        B, H, S, D = k.shape
+        k = k[:, :, None].expand(B, H, 2, S, D).reshape(B, H * 2, S, D)
+        v = v[:, :, None].expand(B, H, 2, S, D).reshape(B, H * 2, S, D)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    q, k, v = randn(1, 4, 64, 64), randn(1, 2, 64, 64), randn(1, 2, 64, 64)
+    torch.testing.assert_close(megakittens.compile(attn, dry_run=True, fuse=False)(q, k, v), attn(q, k, v))
+    out = capsys.readouterr().out
+    assert "1 node(s) cannot be compiled" in out and "'clone'" in out and "rank-5" in out, out
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="rank-5"):
+        megakittens.compile(attn, fuse=False)(q, k, v)
+
+
 def test_verbose_prints_timings(capsys):
     f = megakittens.compile(relu_add, verbose=True)
     f(*_ab())
@@ -151,6 +171,22 @@ def test_save_dag_and_schedule(tmp_path, monkeypatch):
     (schedule,) = tmp_path.glob("mlp.*.schedule.txt")
     assert schedule.name.split(".")[1] == graph.name.split(".")[1]  # same graph number
     assert len(schedule.read_text().splitlines()) > mk_backend.dispatchers[-1].program.num_instructions
+
+
+def test_log_dir_env_edge_cases(tmp_path, monkeypatch):
+    """MEGAKITTENS_LOG_DIR naming a file is an error that names the directory and the variable; set but
+    empty, it means the default ./log (not the current directory)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    monkeypatch.setenv("MEGAKITTENS_LOG_DIR", str(afile))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="cannot create the log directory .*afile.*MEGAKITTENS_LOG_DIR"):
+        megakittens.compile(relu_add, save_schedule=True)(*_ab())
+    monkeypatch.setenv("MEGAKITTENS_LOG_DIR", "")
+    monkeypatch.chdir(tmp_path)
+    torch._dynamo.reset()
+    megakittens.compile(relu_add, save_schedule=True)(*_ab())
+    assert list((tmp_path / "log").glob("relu_add.*.schedule.txt")) and not list(tmp_path.glob("*.schedule.txt"))
 
 
 class _no_warning:

@@ -369,6 +369,24 @@ def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
             megakittens.compile(fn)(*args)
 
 
+def test_megakittens_fuse_env_is_validated(monkeypatch):
+    """MEGAKITTENS_FUSE (src/trace/fuse_switches.h) takes gemm_rope / no_gemm_rope / gemm_rms / no_gemm_rms,
+    comma-joined, matched whole: an unknown entry (a near miss that a substring test would have read as
+    gemm_rope) or a switch set both ways is a ValueError naming it; the accepted ones still compile."""
+    fn = lambda a, b: a @ b  # noqa: E731
+    args = [randn(128, 256, scale=256 ** -0.5), randn(256, 128)]
+    for good in ("gemm_rms", "no_gemm_rope, gemm_rms", ""):
+        monkeypatch.setenv("MEGAKITTENS_FUSE", good)
+        torch._dynamo.reset()
+        check_close(megakittens.compile(fn)(*args), fn(*args))
+    for bad, why in (("bogus", "'bogus' is not one of"), ("gemm_rope_off", "'gemm_rope_off' is not one of"),
+                     ("gemm_rms,no_gemm_rms", "sets gemm_rms both on and off")):
+        monkeypatch.setenv("MEGAKITTENS_FUSE", bad)
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="MEGAKITTENS_FUSE.*" + why):
+            megakittens.compile(fn)(*args)
+
+
 def test_activation_folds_for_3d_activations():
     """A transformer MLP's (B, S, D) input: the matmul runs on (B * S, D) and the activation reads its
     (B, S, N) reshape; the fold keeps the readers on that reshape."""

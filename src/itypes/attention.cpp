@@ -94,7 +94,8 @@ void Attention::validate(const NodeInfo& n) const {
   require_dtype(n, "output o", o.dtype, DType::bf16);
   const auto &q = n.inputs[0].shape(), &k = n.inputs[1].shape(), &v = n.inputs[2].shape();
   if (q[3] != 64 && q[3] != 128)
-    fail("node '", n.name, "' (", n.target, "): head dim D must be 64 or 128, got D=", q[3]);
+    fail("node '", n.name, "' (", n.target, "): head dim D must be 64 or 128, got D=", q[3],
+         " (fallback=\"eager\" runs this attention as a torch op)");
   if (k != v)
     fail("node '", n.name, "' (", n.target, "): k shape ", shape_str(k), " must equal v shape ", shape_str(v));
   if (k[0] != q[0] || k[3] != q[3])

@@ -1,11 +1,10 @@
 #include "trace/fuse_gemm_rms_norm.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
+#include "trace/fuse_switches.h"
 
 namespace mk {
 
@@ -22,10 +21,7 @@ bool whole_run(const TensorRange& r, const TensorMeta& t) {
 
 // Off by default: measured no faster (H200, 2026-12-03, benchmarks/notes.md Session 26: HF 1B kernel 5.062
 // ms folded vs 5.076 not, HF 8B 6.860 vs 6.559). MEGAKITTENS_FUSE=gemm_rms turns it on.
-bool enabled() {
-  const char* e = std::getenv("MEGAKITTENS_FUSE");
-  return e && std::strstr(e, "gemm_rms") && !std::strstr(e, "no_gemm_rms");
-}
+bool enabled() { return fuse_switch("gemm_rms").value_or(false); }
 
 }  // namespace
 

@@ -1,13 +1,12 @@
 #include "trace/fuse_gemm_rope.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <optional>
 
 #include "itypes/attention.h"
 #include "itypes/gemm.h"
 #include "itypes/rope.h"
+#include "trace/fuse_switches.h"
 
 namespace mk {
 
@@ -70,12 +69,7 @@ std::optional<std::vector<int64_t>> whole_permutation(const TensorRange& r, cons
 // Whether to fold a Rope of head dim D: by default where it measured faster (D 64; [Note: gemm rope
 // epilogue] in kernels/mk/itypes/gemm.cuh has the measurements); MEGAKITTENS_FUSE=gemm_rope for every D,
 // MEGAKITTENS_FUSE=no_gemm_rope for none.
-bool enabled(int64_t D) {
-  const char* e = std::getenv("MEGAKITTENS_FUSE");
-  if (e && std::strstr(e, "no_gemm_rope")) return false;
-  if (e && std::strstr(e, "gemm_rope")) return true;
-  return D == 64;
-}
+bool enabled(int64_t D) { return fuse_switch("gemm_rope").value_or(D == 64); }
 
 }  // namespace
 

@@ -482,7 +482,7 @@ std::string unsupported_hint(const std::string& target) {
     return "; Gemm takes matrices: x.unsqueeze(0) @ w (rows of 8-element multiples), or fallback=\"eager\"";
   if (starts("aten.pow.Tensor_Tensor") || starts("aten.pow.Scalar"))
     return "; pow takes a tensor base and a Python scalar exponent (x ** 2.0), or fallback=\"eager\"";
-  return "";
+  return "; fallback=\"eager\" runs it as a torch op between megakernels";
 }
 
 }  // namespace
