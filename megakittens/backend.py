@@ -140,10 +140,11 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
             return str(e)
         return ""
 
+    supported = f"[megakittens] support report for '{name}': every op has an instruction type"
     issues = list(_C.support_report(graph, fuse=options.fuse))
     whole = "" if issues else whole_error()
     if not issues and not whole:
-        return f"[megakittens] support report for '{name}': every op has an instruction type"
+        return supported
     if gm is not None and not graph.is_backward:
         # Each op alone; an op that compiles only inside a fused pattern (repeat_kv's clone) shows up too.
         # Pure ops no output needs go first (as fallback="eager" drops them): they are not blockers.
@@ -156,7 +157,7 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
             # inside its pattern): the whole graph's trace and schedule decide.
             whole = whole_error()
             if not whole:
-                return f"[megakittens] support report for '{name}': every op has an instruction type"
+                return supported
     if whole and all(why != whole for _, _, why in issues):
         issues.append(("", "", whole))
     lines = [f"[megakittens] support report for '{name}': {len(issues)} node(s) cannot be compiled"]
