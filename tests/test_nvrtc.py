@@ -161,7 +161,7 @@ EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bia
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_SPLIT_RELEASE=0", "MK_ATTN_SOFTMAX_CHAINS=1",
                                                      "MK_ATTN_SOFTMAX_CHAINS=8")] + \
     [("MK_MMA_WAIT_FAST=0", c, k) for c, k in (("mlp_1024", 1), ("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))] + \
-    [("MK_TAIL_NO_AHEAD=2", c, 1) for c in ("rms_2048", "mlp_1024")]
+    [("MK_RELEASE_LANES=0", c, 1) for c in ("rms_2048", "mlp_1024")]
 
 
 @pytest.mark.parametrize("define,case,cluster", EXPERIMENTS)
@@ -172,8 +172,7 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1) or on long ones
     (=3), one empty barrier per K / V stage (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count
     (MK_ATTN_SOFTMAX_CHAINS), the consumers' plain mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh) and the
-    global queue's tail claims without fetch-ahead (MK_TAIL_NO_AHEAD, interpreter.cuh); none may spill or
-    serialize the wgmma."""
+    dst releases from lane 0 alone (MK_RELEASE_LANES=0, vm.cuh); none may spill or serialize the wgmma."""
     name, _, value = define.partition("=")
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{name}={value or 1}")
     all_cases = {**CASES, **GEMM_CASES, **ATTN_CASES}

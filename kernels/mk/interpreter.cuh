@@ -98,9 +98,6 @@ __device__ void controller(Ctx& c) {
   const auto claim = [&](int it) -> u32 {
     return it == 0 ? blockIdx.x / kClusterSize : atomicAdd(g.queue, 1u) - base + nclusters;
   };
-#if MK_TAIL_NO_AHEAD > 0
-  u32 last_unit = 0;  // lane-uniform: the last claim's unit
-#endif
   for (int iter = 0;; ++iter) {
     const int s = iter & 1;
     Stage& st = sh.stages[s];
@@ -124,13 +121,7 @@ __device__ void controller(Ctx& c) {
     // beyond its two stages; no deadlock: the lowest-index unfinished instruction's inputs and its CTA's
     // earlier instructions all have lower indices, so they are finished and it is published and runs. A
     // cluster fetches after the wait (rank 0's claim buffer is free again only then).
-    bool ahead = MK_FETCH_AHEAD && kClusterSize == 1;
-#if MK_TAIL_NO_AHEAD > 0
-    // [Note: tail claims] experiment: within the last MK_TAIL_NO_AHEAD waves of the global queue a CTA
-    // claims only once its stage is free, so the last units go to the CTAs that are ready for them (a
-    // claim held ahead waits up to one instruction behind a busy stage while other SMs idle).
-    ahead = ahead && !(g.global_queue && last_unit + MK_TAIL_NO_AHEAD * nclusters >= units);
-#endif
+    const bool ahead = MK_FETCH_AHEAD && kClusterSize == 1;
     long long row = !g.global_queue && iter < g.waves ? static_cast<long long>(iter) * g.num_ctas + blockIdx.x : -1;
     i32 w0 = -1;  // lane 0: the icode
     if (ahead) {
@@ -139,9 +130,6 @@ __device__ void controller(Ctx& c) {
         if (c.lane == 0) unit = claim(iter);
         unit = __shfl_sync(0xffffffffu, unit, 0);
         if (unit < units) row = unit;
-#if MK_TAIL_NO_AHEAD > 0
-        last_unit = unit;
-#endif
       }
       if (row >= 0) w0 = fetch_words(g, row, words, c.lane);
     }
@@ -173,9 +161,6 @@ __device__ void controller(Ctx& c) {
         if (c.lane < kNumPages) pid = sh.claim_pid[s][c.lane];
       }
       if (g.global_queue && unit < units) row = unit * kClusterSize + rank;
-#if MK_TAIL_NO_AHEAD > 0
-      last_unit = unit;
-#endif
       if (row >= 0) w0 = fetch_words(g, row, words, c.lane);
     }
     const int index = static_cast<int>(row);  // -1: no more work

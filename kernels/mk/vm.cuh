@@ -72,10 +72,10 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_FETCH_AHEAD
 #define MK_FETCH_AHEAD 1
 #endif
-// [Note: tail claims] (interpreter.cuh): 0 (default) fetches ahead to the end of the global queue; N > 0
-// claims only with a free stage in the last N waves (an A/B experiment, not measured yet).
-#ifndef MK_TAIL_NO_AHEAD
-#define MK_TAIL_NO_AHEAD 0
+// [Note: release lanes] (release_dst): 1 (default) releases the dst barriers from lanes 0..n-1 at once;
+// 0: lane 0 one after the other (the A/B switch).
+#ifndef MK_RELEASE_LANES
+#define MK_RELEASE_LANES 1
 #endif
 
 // Instruction word offsets (docs/instruction.md).
@@ -512,10 +512,20 @@ __device__ __forceinline__ void release_dst(Ctx& c, DstBarriers b) {
   // one more write for the release to wait on (Session 25 saw 2-3 us between this mark and the end).
   const u64 complete = c.g->c.timeline != 0 ? ptx::globaltimer() : 0;
   __syncwarp();
+#if MK_RELEASE_LANES
+  // [Note: release lanes] Lane k < n releases dst barrier k, all in one warp instruction: one release
+  // fence for the warp instead of one per barrier, each waiting for the previous add to be performed
+  // (Gemm and Attention instructions of a Llama have up to 5 dst barriers). The warp barrier above orders
+  // every lane's completed stores before each lane's release (cumulativity), as it did for lane 0 alone.
+  // Not measurably faster: HF 1B 4.96 / 5.02 ms vs 5.06 / 4.95 from lane 0, 8B 6.74 / 6.66 vs 6.78 / 6.77
+  // (H200, 2026-12-04, alternating runs in one call; benchmarks/notes.md Session 28).
+  if (c.lane < b.n) ptx::red_release_gpu_add(c.g->c.barriers + b.mine, 1);
+#else
   for (int k = 0; k < b.n; ++k) {
     const int id = __shfl_sync(0xffffffffu, b.mine, k);
     if (c.lane == 0) ptx::red_release_gpu_add(c.g->c.barriers + id, 1);
   }
+#endif
   __syncwarp();
   mark_value(c, kEvStoreComplete, complete);
 }
