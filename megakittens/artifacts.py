@@ -91,8 +91,12 @@ def _save_picture(data: dict, stem: Path) -> None:
     g.render(filename=stem.name, directory=str(stem.parent), format="png", cleanup=True)
 
 
-def save_schedule(program: Any, name: str, number: int) -> Path:
-    """Write <name>.<NN>.schedule.txt = program.format() (tensor table, then one line per instruction)."""
+def save_schedule(program: Any, name: str, number: int, global_work_queue: bool = False) -> Path:
+    """Write <name>.<NN>.schedule.txt: a line naming the launch's work queue, then program.format() (tensor
+    table, one line per instruction). The instructions are the same under both queues; only the per-SM
+    tables' queue runs instruction i on SM i % num_sms as its (i / num_sms)-th, the column sm.iter."""
+    queue = ("global: instructions claimed in index order by whichever SM is free (sm.iter unused)"
+             if global_work_queue else "per-SM tables: instruction i runs on SM sm as its iter-th (sm.iter)")
     path = log_path(name, number, "schedule.txt")
-    path.write_text(program.format())
+    path.write_text(f"# work queue {queue}\n" + program.format())
     return path

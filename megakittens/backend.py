@@ -100,7 +100,7 @@ def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, nam
         _log(f"{program.num_instructions} instructions, {program.num_barriers} barriers, "
              f"{len(program.slots)} slots on {program.num_sms} SMs")
     if options.save_schedule:
-        path = artifacts.save_schedule(program, name, number)
+        path = artifacts.save_schedule(program, name, number, options.global_work_queue)
         if options.verbose:
             _log(f"saved {path}")
     if dry_run:

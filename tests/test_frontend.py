@@ -171,6 +171,11 @@ def test_save_dag_and_schedule(tmp_path, monkeypatch):
     (schedule,) = tmp_path.glob("mlp.*.schedule.txt")
     assert schedule.name.split(".")[1] == graph.name.split(".")[1]  # same graph number
     assert len(schedule.read_text().splitlines()) > mk_backend.dispatchers[-1].program.num_instructions
+    assert schedule.read_text().startswith("# work queue per-SM tables")
+    torch._dynamo.reset()
+    megakittens.compile(mlp, save_schedule=True, global_work_queue=True)(*mlp_inputs(64, 128))
+    newest = max(tmp_path.glob("mlp.*.schedule.txt"), key=lambda p: int(p.name.split(".")[1]))
+    assert newest.read_text().startswith("# work queue global")
 
 
 def test_log_dir_env_edge_cases(tmp_path, monkeypatch):
