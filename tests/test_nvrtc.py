@@ -386,3 +386,21 @@ def test_serialized_wgmma_in_the_jit_log_warns():
         warnings.simplefilter("error")
         gpu.warn_ptxas_log("llama", "ptxas info    : Used 168 registers, 0 bytes spill stores")
         gpu.warn_ptxas_log("llama", "")
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_rms_streaming_is_generated_only_when_rows_exceed_the_slots(cluster):
+    """rms_norm.cuh [Note: rms streaming]: codegen defines MK_RMS_STREAM for a program whose RMSNorm
+    instructions hold more rows than their 3 row pages (Profile.rms_norm_pages past 3; here 16 rows of C
+    8192 against 6), not for the default tiling; the streaming kernel compiles without spills."""
+    from test_gpu_kernels import g_rms
+    shapes = [(2000, 8192), (8192,)]
+    assert "MK_RMS_STREAM" not in _C.gpu_generate_source(program_for(g_rms, shapes, cluster_size=cluster))
+    program = program_for(g_rms, shapes, cluster_size=cluster, rms_pages=12)
+    assert max(program.instruction(i)["indices"][12] for i in range(program.num_instructions)) == 16
+    src, cubin, log = _compile(program)
+    assert len(cubin) > 0 and "#define MK_RMS_STREAM 1" in src
+    if "megakittens_kernel" not in log:
+        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    assert spills and max(spills) == 0, log
