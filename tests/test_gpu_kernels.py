@@ -270,6 +270,16 @@ def _check_vs_eager(case, global_queue, cluster, fuse):
             assert torch.equal(torch.isnan(out), torch.isnan(ref)), "NaN pattern differs from eager"
 
 
+def _check_rms_against_eager(program, fn, shapes, global_queue):
+    """Two seeds of fresh inputs through the program on the GPU, each within 1e-2 of eager, no NaN."""
+    for seed in (1, 2):
+        args = inputs_for(shapes, "cuda", seed=seed)
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        ref = fn(*args)
+        assert not torch.isnan(out).any()
+        assert rel_err(out.float(), ref.float()) <= 1e-2
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("global_queue", [False, True])
 @pytest.mark.parametrize("pages", [1, 2, 3])
@@ -287,12 +297,7 @@ def test_rms_norm_row_pages(shape, weighted, pages, global_queue):
     rows = {program.instruction(i)["indices"][12] for i in range(program.num_instructions)}  # Noops: 0
     per_page = 32768 // ((2 * shape[-1] + 127) // 128 * 128)
     assert max(rows) == pages * per_page, rows
-    for seed in (1, 2):
-        args = inputs_for(shapes, "cuda", seed=seed)
-        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
-        ref = fn(*args)
-        assert not torch.isnan(out).any()
-        assert rel_err(out.float(), ref.float()) <= 1e-2
+    _check_rms_against_eager(program, fn, shapes, global_queue)
 
 
 @pytest.mark.gpu
@@ -311,12 +316,7 @@ def test_rms_norm_streaming(shape, weighted, global_queue, cluster):
     rows = {program.instruction(i)["indices"][12] for i in range(program.num_instructions)}
     per_page = 32768 // ((2 * shape[-1] + 127) // 128 * 128)
     assert max(rows) > 3 * per_page, rows  # more rows than the 3 row pages hold: they stream
-    for seed in (1, 2):
-        args = inputs_for(shapes, "cuda", seed=seed)
-        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
-        ref = fn(*args)
-        assert not torch.isnan(out).any()
-        assert rel_err(out.float(), ref.float()) <= 1e-2
+    _check_rms_against_eager(program, fn, shapes, global_queue)
 
 
 @pytest.mark.gpu

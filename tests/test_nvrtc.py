@@ -38,6 +38,17 @@ def _compile(program):
     return src, cubin, log
 
 
+def _assert_no_spills(log, wgmma=False):
+    """The ptxas report in an NVRTC log shows no spill (and, with wgmma, no serialized wgmma: C7515-C7520,
+    correct but a large slowdown); skips when this NVRTC forwards no report."""
+    if "megakittens_kernel" not in log:
+        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
+    assert spills and max(spills) == 0, log
+    if wgmma:
+        assert "serialized" not in log, log
+
+
 @pytest.mark.parametrize("cluster", [1, 2])
 @pytest.mark.parametrize("case", ["unary_1024", "add_1024", "rms_2048", "chain", "many_slots", "fused_chain20",
                                   "fused_one_input", "fused_bcast", "fused_fp32"])
@@ -141,12 +152,7 @@ def test_gemm_source_compiles_without_spills(case, cluster):
     src, cubin, log = _compile(p)
     assert len(cubin) > 0
     assert "mk::Gemm" in src and "#define MK_NUM_XMAPS" in src
-    if "megakittens_kernel" not in log:
-        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    assert spills and max(spills) == 0, log
-    # C7515-C7520: "wgmma.mma_async instructions are serialized" (correct, but a large slowdown).
-    assert "serialized" not in log, log
+    _assert_no_spills(log, wgmma=True)
 
 
 # Experiment switches of the device bodies (MEGAKITTENS_DEFINES "NAME" for NAME=1, or "NAME=value"; the
@@ -181,11 +187,7 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     fn, shapes = all_cases[case]
     src, cubin, log = _compile(program_for(fn, shapes, cluster_size=cluster))
     assert len(cubin) > 0 and f"#define {name} {value or 1}" in src
-    if "megakittens_kernel" not in log:
-        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    assert spills and max(spills) == 0, log
-    assert "serialized" not in log, log
+    _assert_no_spills(log, wgmma=True)
 
 
 @pytest.mark.parametrize("case", sorted(GEMM_FLAG_TYPES))
@@ -241,11 +243,7 @@ def test_attention_source_compiles_without_spills(case, cluster):
     p = program_for(fn, shapes, cluster_size=cluster)
     src, cubin, log = _compile(p)
     assert len(cubin) > 0 and "mk::Attention<P" in src
-    if "megakittens_kernel" not in log:
-        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    assert spills and max(spills) == 0, log
-    assert "serialized" not in log, log
+    _assert_no_spills(log, wgmma=True)
 
 
 def test_attention_parameters_reach_the_kernel():
@@ -286,10 +284,7 @@ def test_elementwise_ops_compile_without_spills(case, cluster):
             assert (f"mk::Unary::{op}; static constexpr float k = {k};" in src
                     or re.search(rf"mk::Unary::{op}>\(x\[0\], {re.escape(k)}\)", src)), (op, k)
         assert "mk::unary<mk::Unary::mul_scalar>(x[0], 0x1p-1f)" in src  # x * 0.5 + 1 is fused
-    if "megakittens_kernel" not in log:
-        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    assert spills and max(spills) == 0, log
+    _assert_no_spills(log)
 
 
 def test_non_finite_scalar_constant_has_no_gpu_body():
@@ -338,10 +333,7 @@ def test_llama_layer_source_compiles_without_spills():
     for body in ("mk::Attention", "mk::Rope<", "mk::Copy<", "mk::Embedding", "mk::RMSNorm<", "mk::GemmT<false, true, 0, true>"):
         assert body in src, body
     assert "#define MK_ROLE_CALLS 1" in src  # [Note: role calls]: inlined role loops spill here
-    if "megakittens_kernel" not in log:
-        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    assert spills and max(spills) == 0, log
+    _assert_no_spills(log)
     frames = [int(a) for a in re.findall(r"(\d+) bytes stack frame", log)]
     assert frames and frames[0] <= 32, log  # the kernel's own frame (the calls' parameters)
     assert "serialized" not in log, log
@@ -357,11 +349,7 @@ def test_llama_layer_with_the_rms_fold_compiles_without_spills(monkeypatch):
     for body in ("mk::GemmT<false, true, 2, false, mk::Unary::identity, 0, 1>",
                  "mk::GemmT<false, true, 0, true, mk::Unary::identity, 0, 2>"):
         assert body in src, body
-    if "megakittens_kernel" not in log:
-        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    assert spills and max(spills) == 0, log
-    assert "serialized" not in log, log
+    _assert_no_spills(log, wgmma=True)
 
 
 def test_timeline_width_matches_the_device():
@@ -400,7 +388,4 @@ def test_rms_streaming_is_generated_only_when_rows_exceed_the_slots(cluster):
     assert max(program.instruction(i)["indices"][12] for i in range(program.num_instructions)) == 16
     src, cubin, log = _compile(program)
     assert len(cubin) > 0 and "#define MK_RMS_STREAM 1" in src
-    if "megakittens_kernel" not in log:
-        pytest.skip(f"this NVRTC printed no ptxas report (log: {log[:200]!r})")
-    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
-    assert spills and max(spills) == 0, log
+    _assert_no_spills(log)
