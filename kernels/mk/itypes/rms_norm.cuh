@@ -95,7 +95,8 @@ struct RMSNorm {
       // [Note: resident weight] the previous instruction of this CTA (iteration - 1) loaded the same weight
       // row into the same page, and the page passed straight from it to this one (release order position
       // 3 -> lid 3; nothing else can hold it in between), so the row is still there: no copy. Its load
-      // completed before that instruction's consumers finished, which the page wait above follows.
+      // completed before that instruction's consumers finished, which the caller's page wait follows.
+      // (Under two loader warps, [Note: rms streaming], each warp sees every other iteration: no reuse.)
       const unsigned long long key = reinterpret_cast<unsigned long long>(wp);
       const int pid = c.st->pid[kWeightLid];
       const bool kept = c.kept_iter == c.iter - 1 && c.kept_ptr == key && c.kept_c == C && c.kept_pid == pid;
@@ -239,7 +240,8 @@ struct RMSNorm {
   static __device__ __forceinline__ void normalise_row(__nv_bfloat16* row, const __nv_bfloat16* w, int C, int lane) {
     if ((C % 8) == 0) {
       uint4* row4 = reinterpret_cast<uint4*>(row);
-      scale(row4, reinterpret_cast<const uint4*>(w), lane, C / 8, 32, inv_rms(warp_sum(sum_sq(row4, lane, C / 8, 32)), C));
+      const float inv = inv_rms(warp_sum(sum_sq(row4, lane, C / 8, 32)), C);
+      scale(row4, reinterpret_cast<const uint4*>(w), lane, C / 8, 32, inv);
       return;
     }
     float ss = 0.f;
@@ -351,10 +353,11 @@ struct RMSNorm {
 
 #if MK_RMS_STREAM
   // [Note: rms streaming] An instruction of more rows than its row pages hold (lids 0-2) streams them
-  // through S slots (at most 9, for the semaphores' room): row r = u S + k lands in slot k, and the slot is loaded again with
-  // row r + S once row r's store has read it. Slot k has three semaphores of count 1, each completing
-  // once per use u (so a waiter waits for parity u & 1): loaded (arrive.expect_tx and the row's bytes),
-  // computed (lane 0 of the row's consumer warp), freed (the storer, once the store has read the slot).
+  // through S slots (at most 9, for the semaphores' room): row r = u S + k lands in slot k, and the slot
+  // is loaded again with row r + S once row r's store has read it. Slot k has three semaphores of count
+  // 1, each completing once per use u (so a waiter waits for parity u & 1): loaded (arrive.expect_tx and
+  // the row's bytes), computed (lane 0 of the row's consumer warp), freed (the storer, once the store has
+  // read the slot).
   // A parity wait is exact only if the semaphore completed use u - 1 before the wait began: the loader
   // and the storer take the rows in order, and the consumer warp of row r also had row r - S (warp
   // r % S when S <= 8, else r % 8, which then had row r - 8 <= r - S, loaded in order before r - 8).
