@@ -270,9 +270,11 @@ std::string generate_source(const Program& p) {
   // kernels/mk/itypes/rms_norm.cuh [Note: rms streaming], only for a program with an RMSNorm instruction
   // of more rows than its 3 row pages hold (Profile.rms_norm_pages past 3): the slot semaphores, two
   // loader warps.
+  std::vector<bool> is_rms(p.icodes.size());
+  for (size_t k = 0; k < p.icodes.size(); ++k) is_rms[k] = p.icodes[k]->name() == "RMSNorm";
   bool rms_stream = false;
   for (const Instruction& in : p.instructions) {
-    if (in.icode == 0 || p.icodes[in.icode]->name() != "RMSNorm") continue;
+    if (!is_rms[in.icode]) continue;
     const int64_t row_bytes = (2 * int64_t{in.indices[13]} + 127) / 128 * 128;
     rms_stream = rms_stream || in.indices[12] > 3 * (p.profile.page_bytes / std::max<int64_t>(row_bytes, 128));
   }
