@@ -273,11 +273,9 @@ std::string generate_source(const Program& p) {
   std::vector<bool> is_rms(p.icodes.size());
   for (size_t k = 0; k < p.icodes.size(); ++k) is_rms[k] = p.icodes[k]->name() == "RMSNorm";
   bool rms_stream = false;
-  for (const Instruction& in : p.instructions) {
-    if (!is_rms[in.icode]) continue;
-    const int64_t row_bytes = (2 * int64_t{in.indices[13]} + 127) / 128 * 128;
-    rms_stream = rms_stream || in.indices[12] > 3 * (p.profile.page_bytes / std::max<int64_t>(row_bytes, 128));
-  }
+  for (const Instruction& in : p.instructions)
+    rms_stream = rms_stream ||
+                 (is_rms[in.icode] && in.indices[12] > 3 * RMSNorm::rows_per_page(in.indices[13], p.profile));
   if (rms_stream) s += "#define MK_RMS_STREAM 1\n";
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
   s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";

@@ -43,9 +43,10 @@ struct RMSNorm {
   static constexpr bool kTwoLoaders = MK_RMS_STREAM;
   static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
   static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
+  static __device__ int rows_per_page(int C) { return kPageBytes / row_bytes(C); }
   // Row pages the instruction uses (index words 12 rows, 13 C): lids [0, np); lids [np, 3) are unused.
   static __device__ int row_pages(const i32* idx) {
-    const int per_page = kPageBytes / row_bytes(idx[13]);
+    const int per_page = rows_per_page(idx[13]);
     return max(1, min(kXPages, (idx[12] + per_page - 1) / per_page));
   }
   static __device__ int lid_release_order(int q, const i32* inst) {
@@ -71,7 +72,7 @@ struct RMSNorm {
     unsigned char* p2;
     int rb, per_page;
     __device__ Rows(const Ctx& c, int C)
-        : p0(c.page(0)), p1(c.page(1)), p2(c.page(2)), rb(row_bytes(C)), per_page(kPageBytes / row_bytes(C)) {}
+        : p0(c.page(0)), p1(c.page(1)), p2(c.page(2)), rb(row_bytes(C)), per_page(rows_per_page(C)) {}
     __device__ unsigned char* at(int r) const {
       const int q = r / per_page;
       return (q == 0 ? p0 : q == 1 ? p1 : p2) + (r - q * per_page) * rb;
@@ -368,9 +369,9 @@ struct RMSNorm {
   // 3-page instructions (16384 x 8192, H200, 2026-12-04, benchmarks/notes.md Session 28); the two-loader
   // form is not measured yet. The weight page still passes in order: an instruction computes once the
   // previous one has computed all its rows.
-  static __device__ int slots(int C) { return min(kMaxSlots, kXPages * (kPageBytes / row_bytes(C))); }
+  static __device__ int slots(int C) { return min(kMaxSlots, kXPages * rows_per_page(C)); }
   // More rows than the row pages hold (small rows fit up to 3 pages' worth without streaming).
-  static __device__ bool streams(const i32* idx) { return idx[12] > kXPages * (kPageBytes / row_bytes(idx[13])); }
+  static __device__ bool streams(const i32* idx) { return idx[12] > kXPages * rows_per_page(idx[13]); }
 
   // Loader lane 0: finishes each unused lid of `pending` (bit lid) whose page is free already; returns
   // the rest.
