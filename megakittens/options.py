@@ -12,14 +12,13 @@ TARGETS = (None, "b200", "h200")
 PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k", "gemm_split_chain_steps", "rms_norm_pages",
                      "rms_norm_balance", "balance_costs")
 # The values each override may take (the device bodies' limits: kernels/mk/itypes/gemm.cuh runs 64-column
-# boxes in tiles of at most 256 columns; rms_norm.cuh holds 3 row pages and streams more rows through them),
-# as (test, what it means).
+# boxes in tiles of at most 256 columns, rms_norm.cuh at most 3 row pages), as (test, what it means).
 _OVERRIDE_RANGES = {
     "gemm_n": (lambda v: 64 <= v <= 256 and v % 64 == 0, "a multiple of 64 from 64 to 256"),
     "gemm_n_narrow": (lambda v: v == 0 or (64 <= v <= 256 and v % 64 == 0), "0 (off) or a multiple of 64 from 64 to 256"),
     "gemm_split_k": (lambda v: 1 <= v <= 64, "from 1 (never split) to 64"),
     "gemm_split_chain_steps": (lambda v: 0 <= v <= 1000, "from 0 to 1000"),
-    "rms_norm_pages": (lambda v: 1 <= v <= 64, "from 1 to 64 (past 3 the rows stream through 3 pages)"),
+    "rms_norm_pages": (lambda v: 1 <= v <= 3, "1, 2 or 3"),
     "rms_norm_balance": (lambda v: v in (0, 1), "0 (uniform row tiles) or 1 (balanced over the SMs)"),
     "balance_costs": (lambda v: v in (0, 1, 2), "0 (off), 1 (every node) or 2 (nodes of at most 2 instructions per SM)"),
 }

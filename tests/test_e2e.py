@@ -109,19 +109,6 @@ def test_rms_norm_pages_from_the_profile_env(monkeypatch, pages):
     assert rows == 4 * min(pages, 2), rows
 
 
-def test_rms_norm_pages_past_three_stream(monkeypatch):
-    """rms_norm_pages past 3 (kernels/mk/itypes/rms_norm.cuh [Note: rms streaming]): 4000 rows of C = 2048
-    (8 rows a page) in instructions of 4 pages' rows, more than the 3 row pages hold; the result is the
-    same, and so is the rows' cover (each row once)."""
-    monkeypatch.setenv("MEGAKITTENS_PROFILE", "rms_norm_pages=12")
-    torch._dynamo.reset()
-    args = randn(4000, 2048), randn(2048)
-    check_close(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
-    program = mk_backend.dispatchers[-1].program
-    rows = [program.instruction(i)["indices"][12] for i in range(program.num_instructions)]
-    assert max(rows) == 32 and sum(rows) == 4000, (max(rows), sum(rows))
-
-
 @pytest.mark.parametrize("balance", [0, 1])
 def test_rms_norm_balanced_row_tiles(monkeypatch, balance):
     """3000 rows of C = 4096 in tiles of at most 12 rows: 250 tiles (20 SMs of 132 get one more) or, balanced

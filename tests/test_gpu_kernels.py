@@ -174,7 +174,7 @@ def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=Non
     per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's.
     split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's.
     fuse: _C.trace's (False: no fusion passes, each aten op its own node).
-    rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction; past 3 they stream), None: the profile's.
+    rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction, 1-3), None: the profile's.
     balance_costs: Profile.balance_costs (0, 1 or 2), None: the profile's."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
@@ -297,25 +297,6 @@ def test_rms_norm_row_pages(shape, weighted, pages, global_queue):
     rows = {program.instruction(i)["indices"][12] for i in range(program.num_instructions)}  # Noops: 0
     per_page = 32768 // ((2 * shape[-1] + 127) // 128 * 128)
     assert max(rows) == pages * per_page, rows
-    _check_rms_against_eager(program, fn, shapes, global_queue)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("global_queue,cluster", [(False, 1), (True, 1), (True, 2)])
-@pytest.mark.parametrize("shape,weighted", [((2000, 8192), True), ((4000, 4100), True), ((2000, 16384), False)])
-def test_rms_norm_streaming(shape, weighted, global_queue, cluster):
-    """RMSNorm instructions of more rows than their slots (rms_norm.cuh [Note: rms streaming], codegen's
-    MK_RMS_STREAM): rows of C 8192 (6 bulk slots, each reused), C 4100 (9 generic slots, the weight copied
-    by hand) and C 16384 (3 slots of 32 KB, each reused four times), both queue modes, clusters of 1 and 2."""
-    if not _gpu_ok():
-        pytest.skip("needs a Hopper GPU and the GPU runtime")
-    from megakittens import gpu
-    fn, shapes = (g_rms, [shape, shape[-1:]]) if weighted else (g_rms_noweight, [shape])
-    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name="rms_stream",
-                          rms_pages=12)
-    rows = {program.instruction(i)["indices"][12] for i in range(program.num_instructions)}
-    per_page = 32768 // ((2 * shape[-1] + 127) // 128 * 128)
-    assert max(rows) > 3 * per_page, rows  # more rows than the 3 row pages hold: they stream
     _check_rms_against_eager(program, fn, shapes, global_queue)
 
 

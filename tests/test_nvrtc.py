@@ -162,7 +162,7 @@ EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bia
     [(d, "mlp_1024", 1) for d in ("MK_EXP_GEMM_NO_LOAD", "MK_EXP_GEMM_NO_MMA", "MK_GEMM_WAIT_STATS")] + \
     [("MK_ATTN_TWO_LOADERS=0", c, k) for c, k in (("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))] + \
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_WAIT_STATS", "MK_ATTN_SPLIT_SOFTMAX=0",
-                                                     "MK_ATTN_PINGPONG=1", "MK_ATTN_PINGPONG=3")] + \
+                                                     "MK_ATTN_PINGPONG=1")] + \
     [("MK_ATTN_WAIT_STATS", "b2_h8_s512_d128_causal", 1)] + \
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_SPLIT_RELEASE=0", "MK_ATTN_SOFTMAX_CHAINS=1",
                                                      "MK_ATTN_SOFTMAX_CHAINS=8")] + \
@@ -175,8 +175,7 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
     of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
     (MK_ATTN_TWO_LOADERS=0), its loop's cycle split (MK_ATTN_WAIT_STATS), the softmax in the P V wait's
-    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1) or on long ones
-    (=3), one empty barrier per K / V stage (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count
+    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1), one empty barrier per K / V stage (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count
     (MK_ATTN_SOFTMAX_CHAINS), the consumers' plain mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh) and the
     dst releases from lane 0 alone (MK_RELEASE_LANES=0, vm.cuh); none may spill or serialize the wgmma."""
     name, _, value = define.partition("=")
@@ -374,18 +373,3 @@ def test_serialized_wgmma_in_the_jit_log_warns():
         warnings.simplefilter("error")
         gpu.warn_ptxas_log("llama", "ptxas info    : Used 168 registers, 0 bytes spill stores")
         gpu.warn_ptxas_log("llama", "")
-
-
-@pytest.mark.parametrize("cluster", [1, 2])
-def test_rms_streaming_is_generated_only_when_rows_exceed_the_slots(cluster):
-    """rms_norm.cuh [Note: rms streaming]: codegen defines MK_RMS_STREAM for a program whose RMSNorm
-    instructions hold more rows than their 3 row pages (Profile.rms_norm_pages past 3; here 16 rows of C
-    8192 against 6), not for the default tiling; the streaming kernel compiles without spills."""
-    from test_gpu_kernels import g_rms
-    shapes = [(2000, 8192), (8192,)]
-    assert "MK_RMS_STREAM" not in _C.gpu_generate_source(program_for(g_rms, shapes, cluster_size=cluster))
-    program = program_for(g_rms, shapes, cluster_size=cluster, rms_pages=12)
-    assert max(program.instruction(i)["indices"][12] for i in range(program.num_instructions)) == 16
-    src, cubin, log = _compile(program)
-    assert len(cubin) > 0 and "#define MK_RMS_STREAM 1" in src
-    _assert_no_spills(log)

@@ -13,7 +13,7 @@ class RMSNorm final : public IType {
   double eps() const { return eps_; }
   bool has_weight() const { return has_weight_; }
   // Rows of `cols` one page holds, each row padded to 128 bytes (kernels/mk/itypes/rms_norm.cuh
-  // row_bytes); an instruction's 3 row pages hold 3x as many, more rows stream ([Note: rms streaming]).
+  // row_bytes).
   static int64_t rows_per_page(int64_t cols, const Profile&);
   // Rows per instruction for `total_rows` rows of `cols` (all batches): pages of rows, each row padded
   // to 128 bytes; as many pages (up to profile.rms_norm_pages) as keep every SM busy.

@@ -51,14 +51,16 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   const std::string name = it.name();
   if (name == "Noop") return "mk::Noop";
   // kernels/mk/itypes/elementwise.cuh: 128x128 tiles, at most 4 / inputs of them per instruction (fixed
-  // counts: at most two, the binary limit). rms_norm.cuh takes any rows per instruction: more than its 3
-  // row pages hold stream through them ([Note: rms streaming]).
+  // counts: at most two, the binary limit); rms_norm.cuh: rows in at most kXPages = 3 pages.
   const bool ew_tiles_ok = profile.ew_tile_rows == 128 && profile.ew_tile_cols == 128 &&
                            (profile.ew_max_pages > 0 ? profile.ew_max_pages <= 4 : profile.ew_tiles_per_instruction <= 2);
   if ((dynamic_cast<const ElementwiseUnary*>(&it) || dynamic_cast<const ElementwiseBinary*>(&it) ||
        dynamic_cast<const ElementwiseFused*>(&it)) && !ew_tiles_ok)
     throw GpuError("megakittens: IType " + it.str() + " has no GPU body for profile '" + profile.name +
                    "' (elementwise tiles must be 128x128, at most 4 pages per instruction)");
+  if (dynamic_cast<const RMSNorm*>(&it) && profile.rms_norm_pages > 3)
+    throw GpuError("megakittens: IType " + it.str() + " has no GPU body for profile '" + profile.name +
+                   "' (RMSNorm rows must fit at most 3 pages per instruction)");
   if (const auto* u = dynamic_cast<const ElementwiseUnary*>(&it)) {
     const std::vector<UnaryStep>& steps = u->steps();
     if (!u->has_constants()) {
@@ -267,16 +269,6 @@ std::string generate_source(const Program& p) {
   bool tensor_core = false;
   for (const auto& it : p.icodes) tensor_core = tensor_core || it->name() == "Gemm" || it->name() == "Attention";
   s += "#define MK_ROLE_CALLS " + std::to_string(tensor_core ? 1 : 0) + "\n";
-  // kernels/mk/itypes/rms_norm.cuh [Note: rms streaming], only for a program with an RMSNorm instruction
-  // of more rows than its 3 row pages hold (Profile.rms_norm_pages past 3): the slot semaphores, two
-  // loader warps.
-  std::vector<bool> is_rms(p.icodes.size());
-  for (size_t k = 0; k < p.icodes.size(); ++k) is_rms[k] = p.icodes[k]->name() == "RMSNorm";
-  bool rms_stream = false;
-  for (const Instruction& in : p.instructions)
-    rms_stream = rms_stream ||
-                 (is_rms[in.icode] && in.indices[12] > 3 * RMSNorm::rows_per_page(in.indices[13], p.profile));
-  if (rms_stream) s += "#define MK_RMS_STREAM 1\n";
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
   s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
   s += "#include \"mk/itypes/copy.cuh\"\n#include \"mk/itypes/cat.cuh\"\n#include \"mk/itypes/embedding.cuh\"\n";

@@ -57,18 +57,12 @@
 #ifndef MK_ATTN_BN_D128  // kv block rows for D = 128: 128 (3 stages; needs the setmaxnreg split) or 64 (6)
 #define MK_ATTN_BN_D128 128
 #endif
-// Ping-pong: 1 always, 0 never (the warpgroups issue independently), 2 (default) full attention only,
-// 3 full attention and causal tiles of at least MK_ATTN_PP_MIN_BLOCKS kv blocks (an experiment: long
-// causal rows may want the turns back; both warpgroups see the same block count, and the turn
-// mbarriers are the instruction's own, so the choice can differ per instruction).
+// Ping-pong: 1 always, 0 never (the warpgroups issue independently), 2 (default) full attention only.
 // H200, 2026-12-03, (16, 16, 2048, D) TFLOP/s per_sm / global, same kernels otherwise (benchmarks/notes.md
 // Session 25): causal runs faster without it (D 128 336 / 373 -> 366 / 409, D 64 187 / 208 -> 205 / 232;
 // Session 23 saw the same), full with it (D 64 322 / 328 -> 356 / 361; D 128 equal).
 #ifndef MK_ATTN_PINGPONG
 #define MK_ATTN_PINGPONG 2
-#endif
-#ifndef MK_ATTN_PP_MIN_BLOCKS
-#define MK_ATTN_PP_MIN_BLOCKS 24
 #endif
 // [Note: two loaders] (mk/vm.cuh) for Attention too: this loader drains its stages (waits for the last
 // blocks to be consumed) before it can begin the next instruction, so with one loader the next Q and
@@ -119,14 +113,7 @@ struct Attention {
   static constexpr int kMaxStages = 6;
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
   static constexpr bool kSplitRelease = MK_ATTN_SPLIT_RELEASE;
-  // Whether an instruction of nb kv blocks takes turns (MK_ATTN_PINGPONG); a constant but in mode 3.
-  static __device__ __forceinline__ bool ping_pong(int nb) {
-    constexpr int mode = MK_ATTN_PINGPONG;
-    static_assert(mode >= 0 && mode <= 3, "MK_ATTN_PINGPONG is 0, 1, 2 or 3");
-    if constexpr (mode == 0 || mode == 1) return mode == 1;
-    else if constexpr (!P::causal) return true;
-    else return mode == 3 && nb >= MK_ATTN_PP_MIN_BLOCKS;
-  }
+  static constexpr bool kPingPong = MK_ATTN_PINGPONG == 1 || (MK_ATTN_PINGPONG == 2 && !P::causal);
   // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), emptyK[6] and emptyV[6] (8 consumer warps; one
   // array for both without the split release), staged[2] and turn[2] (the 4 warps of a warpgroup).
   static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmptyK = kFullV + kMaxStages,
@@ -470,12 +457,12 @@ struct Attention {
   };
 
   // Ping-pong: wait for this warpgroup's turn t / hand the next turn to the other warpgroup.
-  static __device__ __forceinline__ bool my_turn(Ctx& c, bool pp, int wg, int t) {
-    if (!pp) return true;
+  static __device__ __forceinline__ bool my_turn(Ctx& c, int wg, int t) {
+    if (!kPingPong) return true;
     return mma_wait(c, c.sem(kTurn + wg), static_cast<u32>(t & 1), kTurn + wg);
   }
-  static __device__ __forceinline__ void pass_turn(const Ctx& c, bool pp, int wg) {
-    if (!pp) return;
+  static __device__ __forceinline__ void pass_turn(const Ctx& c, int wg) {
+    if (!kPingPong) return;
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kTurn + (wg ^ 1)));
   }
@@ -497,7 +484,6 @@ struct Attention {
     const i32* idx = c.idx();
     if (idx[kQRows] <= 0) return;
     const int wg = c.warp >> 2, nb = G::blocks(idx), kv_end = idx[kKvEnd];
-    const bool pp = ping_pong(nb);
     const int first_row = idx[kS0] + 64 * wg;                             // the warpgroup's first row
     const int row = first_row + 16 * (c.warp & 3) + (c.lane >> 2);       // this thread's rows: row, row + 8
     const u32 q = ptx::smem_addr(c.page(0)) + wg * kBoxBytes;
@@ -508,15 +494,15 @@ struct Attention {
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 
     if (!mma_wait(c, c.sem(kQFull), 0, kQFull)) return;
-    if (wg == 1) pass_turn(c, pp, wg);  // warpgroup 0 issues first
+    if (wg == 1) pass_turn(c, wg);  // warpgroup 0 issues first
 
     // Turn 0: S_0 = Q K_0^T.
-    if (!mma_wait(c, c.sem(kFullK), 0, kFullK) || !my_turn(c, pp, wg, 0)) return;
+    if (!mma_wait(c, c.sem(kFullK), 0, kFullK) || !my_turn(c, wg, 0)) return;
     fence_all(s);
     ptx::wgmma_fence();
     issue_s<D, BN>(s, q, ptx::smem_addr(c.page(G::k_lid(0))));
     ptx::wgmma_commit();
-    pass_turn(c, pp, wg);
+    pass_turn(c, wg);
     ptx::wgmma_wait<0>();
     fence_all(s);
     release_k(c, 0);
@@ -536,7 +522,7 @@ struct Attention {
         laps.lap(Laps::kKvHead);
       else
         laps.lap(Laps::kKv);
-      if (!my_turn(c, pp, wg, kb)) return;
+      if (!my_turn(c, wg, kb)) return;
       laps.lap(Laps::kTurn);
       fence_all(s);
       fence_all(o);
@@ -549,7 +535,7 @@ struct Attention {
       ptx::wgmma_fence();     // O was written since the last fence
       issue_pv<D, BN>(o, p, ptx::smem_addr(c.page(G::v_lid(sv)) + G::kVOffset));
       ptx::wgmma_commit();
-      pass_turn(c, pp, wg);
+      pass_turn(c, wg);
       laps.lap(Laps::kIssue);
       ptx::wgmma_wait<1>();  // S_kb has landed; P V may still run
       fence_all(s);
@@ -573,7 +559,7 @@ struct Attention {
     {
       const int sv = (nb - 1) % G::kStages;
       if (!mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((nb - 1) / G::kStages) & 1), kFullV + sv) ||
-          !my_turn(c, pp, wg, nb))
+          !my_turn(c, wg, nb))
         return;
       rescale_o<D>(o, corr);
       fence_all(o);
@@ -581,7 +567,7 @@ struct Attention {
       ptx::wgmma_fence();
       issue_pv<D, BN>(o, p, ptx::smem_addr(c.page(G::v_lid(sv)) + G::kVOffset));
       ptx::wgmma_commit();
-      pass_turn(c, pp, wg);
+      pass_turn(c, wg);
       ptx::wgmma_wait<0>();
       fence_all(o);
       release_v(c, sv);

@@ -15,9 +15,6 @@
 #ifndef MK_RMS_SPREAD  // 0: warp-per-row only (A/B switch for [Note: rms spread])
 #define MK_RMS_SPREAD 1
 #endif
-#ifndef MK_RMS_STREAM  // 1 (codegen, for programs that need it): [Note: rms streaming]
-#define MK_RMS_STREAM 0
-#endif
 
 namespace mk {
 
@@ -29,24 +26,13 @@ struct RMSNorm {
   // weight's page leaves only complete phases to drain. Every lane that wrote shared memory arrives
   // itself (generic row copies, in-place normalisation): [Note: one stage writer] in interpreter.cuh.
   static constexpr int kRowsLoaded = 0, kComputed = 1, kWeightLoaded = 2;
-  // [Note: rms streaming] three semaphores per row slot after those: loaded, computed, freed.
-  static constexpr int kSlotSem = 3, kMaxSlots = MK_RMS_STREAM ? 9 : 0;
-  static constexpr int num_semaphores = kSlotSem + 3 * kMaxSlots;
-  static __device__ int semaphore_count(int i) {
-    return i == kComputed ? kConsumerWarps * 32 : i >= kSlotSem ? 1 : 32;
-  }
-  static __device__ u64* loaded(const Ctx& c, int k) { return c.sem(kSlotSem + k); }
-  static __device__ u64* computed(const Ctx& c, int k) { return c.sem(kSlotSem + kMaxSlots + k); }
-  static __device__ u64* freed(const Ctx& c, int k) { return c.sem(kSlotSem + 2 * kMaxSlots + k); }
-  // A streaming program's instructions alternate between the loader and the spare warp ([Note: two
-  // loaders]), so the next instruction loads while this one streams.
-  static constexpr bool kTwoLoaders = MK_RMS_STREAM;
+  static constexpr int num_semaphores = 3;
+  static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps * 32 : 32; }
   static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
   static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
-  static __device__ int rows_per_page(int C) { return kPageBytes / row_bytes(C); }
   // Row pages the instruction uses (index words 12 rows, 13 C): lids [0, np); lids [np, 3) are unused.
   static __device__ int row_pages(const i32* idx) {
-    const int per_page = rows_per_page(idx[13]);
+    const int per_page = kPageBytes / row_bytes(idx[13]);
     return max(1, min(kXPages, (idx[12] + per_page - 1) / per_page));
   }
   static __device__ int lid_release_order(int q, const i32* inst) {
@@ -72,7 +58,7 @@ struct RMSNorm {
     unsigned char* p2;
     int rb, per_page;
     __device__ Rows(const Ctx& c, int C)
-        : p0(c.page(0)), p1(c.page(1)), p2(c.page(2)), rb(row_bytes(C)), per_page(rows_per_page(C)) {}
+        : p0(c.page(0)), p1(c.page(1)), p2(c.page(2)), rb(row_bytes(C)), per_page(kPageBytes / row_bytes(C)) {}
     __device__ unsigned char* at(int r) const {
       const int q = r / per_page;
       return (q == 0 ? p0 : q == 1 ? p1 : p2) + (r - q * per_page) * rb;
@@ -84,47 +70,10 @@ struct RMSNorm {
     return (C % 8) == 0 && (s.dims[3] % 8) == 0 && (col0 % 8) == 0 && (s.ptr % 16) == 0;
   }
 
-  // Loader, once the weight's page (lid 3) is ours: the weight row into it; without a weight the page
-  // passes straight on.
-  static __device__ __forceinline__ void load_weight(Ctx& c, const i32* idx, int C) {
-    if constexpr (P::has_weight) {
-      const SlotDesc& ws = c.slot(c.src_slot(1));
-      const __nv_bfloat16* wp =
-          reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
-      const bool wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
-      __nv_bfloat16* wd = reinterpret_cast<__nv_bfloat16*>(c.page(kWeightLid));
-      // [Note: resident weight] the previous instruction of this CTA (iteration - 1) loaded the same weight
-      // row into the same page, and the page passed straight from it to this one (release order position
-      // 3 -> lid 3; nothing else can hold it in between), so the row is still there: no copy. Its load
-      // completed before that instruction's consumers finished, which the caller's page wait follows.
-      // (Under two loader warps, [Note: rms streaming], each warp sees every other iteration: no reuse.)
-      const unsigned long long key = reinterpret_cast<unsigned long long>(wp);
-      const int pid = c.st->pid[kWeightLid];
-      const bool kept = c.kept_iter == c.iter - 1 && c.kept_ptr == key && c.kept_c == C && c.kept_pid == pid;
-      c.kept_ptr = key, c.kept_c = C, c.kept_pid = pid, c.kept_iter = c.iter;
-      if (kept) {  // nothing to copy
-      } else if (wbulk) {
-        if (c.lane == 0) {
-          cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                        c.sem(kWeightLoaded), static_cast<u32>(2 * C));
-          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, wd, wp,
-                                   static_cast<u32>(2 * C), c.sem(kWeightLoaded));
-        }
-        __syncwarp();  // the expect_tx precedes the other lanes' arrivals
-      } else {
-        for (int e = c.lane; e < C; e += 32) wd[e] = wp[e];
-      }
-      arrive(c.sem(kWeightLoaded));
-    } else if (c.lane == 0) {
-      page_finish(c, kWeightLid);
-    }
-  }
-
   // Loader: row pages first (free at once, release order), row copies, then the weight's page (the
   // previous instruction's, free once its rows are computed), the weight copy, and the unused lids last
   // (as Elementwise::load). Without a weight, its page is unused: passed on right after the wait.
   static __device__ void load(Ctx& c) {
-    if (streams(c.idx())) return load_stream(c);
     const int np = row_pages(c.idx());
 #ifdef MK_SAFE_ORDER
     if (!release_unused_lids(c, np)) return;
@@ -169,7 +118,36 @@ struct RMSNorm {
       if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
       return;
     }
-    load_weight(c, idx, C);
+    if constexpr (P::has_weight) {
+      const SlotDesc& ws = c.slot(c.src_slot(1));
+      const __nv_bfloat16* wp =
+          reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
+      const bool wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
+      __nv_bfloat16* wd = reinterpret_cast<__nv_bfloat16*>(c.page(kWeightLid));
+      // [Note: resident weight] the previous instruction of this CTA (iteration - 1) loaded the same weight
+      // row into the same page, and the page passed straight from it to this one (release order position
+      // 3 -> lid 3; nothing else can hold it in between), so the row is still there: no copy. Its load
+      // completed before that instruction's consumers finished, which the page wait above follows.
+      const unsigned long long key = reinterpret_cast<unsigned long long>(wp);
+      const int pid = c.st->pid[kWeightLid];
+      const bool kept = c.kept_iter == c.iter - 1 && c.kept_ptr == key && c.kept_c == C && c.kept_pid == pid;
+      c.kept_ptr = key, c.kept_c = C, c.kept_pid = pid, c.kept_iter = c.iter;
+      if (kept) {  // nothing to copy
+      } else if (wbulk) {
+        if (c.lane == 0) {
+          cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                        c.sem(kWeightLoaded), static_cast<u32>(2 * C));
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, wd, wp,
+                                   static_cast<u32>(2 * C), c.sem(kWeightLoaded));
+        }
+        __syncwarp();  // the expect_tx precedes the other lanes' arrivals
+      } else {
+        for (int e = c.lane; e < C; e += 32) wd[e] = wp[e];
+      }
+      arrive(c.sem(kWeightLoaded));
+    } else if (c.lane == 0) {
+      page_finish(c, kWeightLid);
+    }
 #ifndef MK_SAFE_ORDER
     if (!release_unused_lids(c, np) && c.lane == 0) {
       drain_loads(c.sem(kRowsLoaded));
@@ -188,11 +166,9 @@ struct RMSNorm {
   // 83 / 89 (3 rows); at 16384 x 8192 (6 rows) spreading was slower than warp-per-row (75 vs 83 global,
   // the barrier costs more than the 2 idle warps), hence the limit of 4 rows.
   static constexpr int kScratchSem = 4;
-  // A streaming program's slot semaphores take the scratch: its short instructions stay warp-per-row.
-  static constexpr bool kSpread = MK_RMS_SPREAD && !MK_RMS_STREAM;
   static constexpr int kSpreadRows = kConsumerWarps / 2;  // half the warps or more idle under warp-per-row
   static_assert(kSpreadRows * kConsumerWarps <= (kMaxSemaphores - kScratchSem) * 2, "the partials fit the scratch");
-  static_assert(!kSpread || num_semaphores <= kScratchSem, "the scratch starts past the semaphores");
+  static_assert(num_semaphores <= kScratchSem, "the scratch starts past the semaphores");
 
   // Sum of squares of the 16-byte vectors j0, j0 + step, ... < V of a row (C % 8 == 0).
   static __device__ __forceinline__ float sum_sq(const uint4* row, int j0, int V, int step) {
@@ -237,28 +213,7 @@ struct RMSNorm {
     return v;
   }
 
-  // One warp: row = bf16(row * rsqrt(mean(row^2) + eps) * w), in place.
-  static __device__ __forceinline__ void normalise_row(__nv_bfloat16* row, const __nv_bfloat16* w, int C, int lane) {
-    if ((C % 8) == 0) {
-      uint4* row4 = reinterpret_cast<uint4*>(row);
-      const float inv = inv_rms(warp_sum(sum_sq(row4, lane, C / 8, 32)), C);
-      scale(row4, reinterpret_cast<const uint4*>(w), lane, C / 8, 32, inv);
-      return;
-    }
-    float ss = 0.f;
-    for (int e = lane; e < C; e += 32) {
-      const float f = __bfloat162float(row[e]);
-      ss += f * f;
-    }
-    const float inv = inv_rms(warp_sum(ss), C);
-    for (int e = lane; e < C; e += 32) {
-      const float g = P::has_weight ? __bfloat162float(w[e]) : 1.f;
-      row[e] = __float2bfloat16_rn(__bfloat162float(row[e]) * inv * g);
-    }
-  }
-
   static __device__ void compute(Ctx& c) {
-    if (streams(c.idx())) return compute_stream(c);
     const i32* idx = c.idx();
     const int rows = idx[12], C = idx[13];
     const bool vec = (C % 8) == 0;
@@ -267,7 +222,7 @@ struct RMSNorm {
     const Rows rw(c, C);
     const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
     const uint4* w4 = reinterpret_cast<const uint4*>(w);
-    if (kSpread && vec && rows <= kSpreadRows) {  // [Note: rms spread]
+    if (MK_RMS_SPREAD && vec && rows <= kSpreadRows) {  // [Note: rms spread]
       const int tid = c.warp * 32 + c.lane, V = C / 8;
       float* part = c.scratch(kScratchSem);
       if (ok)
@@ -284,8 +239,24 @@ struct RMSNorm {
       }
     } else {
       if (!ok) return;
-      for (int r = c.warp; r < rows; r += kConsumerWarps)
-        normalise_row(reinterpret_cast<__nv_bfloat16*>(rw.at(r)), w, C, c.lane);
+      for (int r = c.warp; r < rows; r += kConsumerWarps) {
+        __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+        if (vec) {
+          uint4* row4 = reinterpret_cast<uint4*>(row);
+          scale(row4, w4, c.lane, C / 8, 32, inv_rms(warp_sum(sum_sq(row4, c.lane, C / 8, 32)), C));
+          continue;
+        }
+        float ss = 0.f;
+        for (int e = c.lane; e < C; e += 32) {
+          const float f = __bfloat162float(row[e]);
+          ss += f * f;
+        }
+        const float inv = inv_rms(warp_sum(ss), C);
+        for (int e = c.lane; e < C; e += 32) {
+          const float g = P::has_weight ? __bfloat162float(w[e]) : 1.f;
+          row[e] = __float2bfloat16_rn(__bfloat162float(row[e]) * inv * g);
+        }
+      }
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this page
     arrive(c.sem(kComputed));
@@ -294,7 +265,6 @@ struct RMSNorm {
   // Finishes the weight's page (has_weight; read by the consumers only, who waited for its load) once
   // the rows are computed, the row pages once their stores have read them.
   static __device__ void store(Ctx& c) {
-    if (streams(c.idx())) return store_stream(c);
     if (!wait_reuse(c)) return drain_stores();
     if (!wait(c, c.sem(kComputed), 0)) return drain_stores();
 #ifndef MK_SAFE_PAGES
@@ -351,178 +321,6 @@ struct RMSNorm {
       for (int k = 0; k < nfinish; ++k) arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]);
     store_done(c);
   }
-
-#if MK_RMS_STREAM
-  // [Note: rms streaming] An instruction of more rows than its row pages hold (lids 0-2) streams them
-  // through S slots (at most 9, for the semaphores' room): row r = u S + k lands in slot k, and the slot
-  // is loaded again with row r + S once row r's store has read it. Slot k has three semaphores of count
-  // 1, each completing once per use u (so a waiter waits for parity u & 1): loaded (arrive.expect_tx and
-  // the row's bytes), computed (lane 0 of the row's consumer warp), freed (the storer, once the store has
-  // read the slot).
-  // A parity wait is exact only if the semaphore completed use u - 1 before the wait began: the loader
-  // and the storer take the rows in order, and the consumer warp of row r also had row r - S (warp
-  // r % S when S <= 8, else r % 8, which then had row r - 8 <= r - S, loaded in order before r - 8).
-  // Consecutive instructions alternate loader warps (kTwoLoaders), and a loader passes its unused lids
-  // (the previous instruction's row pages, free once that one's stores read them) on as each frees,
-  // polled while it streams: so the next instruction loads its first rows while this one streams. With
-  // one loader warp the next instruction waited for this one's whole stream: 58% of copy against 82% for
-  // 3-page instructions (16384 x 8192, H200, 2026-12-04, benchmarks/notes.md Session 28); the two-loader
-  // form is not measured yet. The weight page still passes in order: an instruction computes once the
-  // previous one has computed all its rows.
-  static __device__ int slots(int C) { return min(kMaxSlots, kXPages * rows_per_page(C)); }
-  // More rows than the row pages hold (small rows fit up to 3 pages' worth without streaming).
-  static __device__ bool streams(const i32* idx) { return idx[12] > kXPages * rows_per_page(idx[13]); }
-
-  // Loader lane 0: finishes each unused lid of `pending` (bit lid) whose page is free already; returns
-  // the rest.
-  static __device__ u32 pass_free_unused(Ctx& c, u32 pending) {
-    for (int lid = 0; lid < kNumPages; ++lid)
-      if ((pending >> lid) & 1u) {
-        u64* bar = &c.sh->page_finished[c.st->pid[lid]];
-        if (cuda::ptx::mbarrier_test_wait_parity(bar, static_cast<u32>(c.iter & 1))) {
-          arrive(bar);
-          pending &= ~(1u << lid);
-        }
-      }
-    return pending;
-  }
-
-  // Loader: the row pages, the first S rows, the weight, then each later row once its slot is freed;
-  // the unused lids on the way, as they free.
-  static __device__ void load_stream(Ctx& c) {
-    const i32* idx = c.idx();
-    const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], rows = idx[12], C = idx[13];
-    const int np = row_pages(idx), S = slots(C);
-    if (!wait_inputs(c)) return;
-    bool ok = true;
-    if (c.lane == 0)
-      for (int lid = 0; lid < np && ok; ++lid) ok = page_wait_lane(c, lid);
-    if (!warp_ok(c, ok)) return;
-    u32 pending = 0;  // lane 0: the unused lids not passed on yet
-    for (int lid = np; lid < kNumPages; ++lid) pending |= lid == kWeightLid ? 0u : 1u << lid;
-    const Rows rw(c, C);
-    const SlotDesc& x = c.slot(c.src_slot(0));
-    const __nv_bfloat16* xp = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, b, d, r0, col0);
-    const long long ld = x.dims[3];
-    const bool xbulk = bulk_ok(x, col0, C);
-    const auto load_row = [&](int r) -> bool {
-      const int k = r % S, u = r / S;
-      bool fine = true;
-      if (c.lane == 0 && u > 0) {  // wait for the slot, passing unused lids on meanwhile
-        u64* fb = freed(c, k);
-        const u32 parity = static_cast<u32>((u - 1) & 1);
-        Watch w;
-        while (fine && !cuda::ptx::mbarrier_test_wait_parity(fb, parity)) {
-          pending = pass_free_unused(c, pending);
-          if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, 3, 120 + k, static_cast<int>(parity), -1))
-            fine = false;
-        }
-      }
-      if (!warp_ok(c, fine)) return false;
-      unsigned char* slot = rw.at(k);
-      if (xbulk) {
-        if (c.lane == 0) {
-          (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
-                                                     cuda::ptx::space_shared, loaded(c, k), static_cast<u32>(2 * C));
-          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, slot, xp + r * ld,
-                                   static_cast<u32>(2 * C), loaded(c, k));
-        }
-      } else {
-        __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(slot);
-        for (int e = c.lane; e < C; e += 32) dr[e] = xp[r * ld + e];
-        __syncwarp();
-        if (c.lane == 0) arrive(loaded(c, k));
-      }
-      if (c.lane == 0) pending = pass_free_unused(c, pending);
-      return true;
-    };
-    for (int r = 0; r < S; ++r)
-      if (!load_row(r)) return;
-    if (!warp_ok(c, c.lane != 0 || page_wait_lane(c, kWeightLid))) return;
-    load_weight(c, idx, C);
-    for (int r = S; r < rows; ++r)
-      if (!load_row(r)) return;
-    if (c.lane == 0)  // the unused lids still held: wait for each, pass it on
-      for (int lid = 0; lid < kNumPages && ok; ++lid)
-        if ((pending >> lid) & 1u) {
-          ok = page_wait_lane(c, lid);
-          if (ok) page_finish(c, lid);
-        }
-    (void)warp_ok(c, ok);
-  }
-
-  // Consumers: each row once its slot has it (the row -> warp map of the Note).
-  static __device__ void compute_stream(Ctx& c) {
-    const i32* idx = c.idx();
-    const int rows = idx[12], C = idx[13], S = slots(C);
-    if constexpr (P::has_weight)
-      if (!wait(c, c.sem(kWeightLoaded), 0)) return;
-    const Rows rw(c, C);
-    const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
-    const int step = S <= kConsumerWarps ? S : kConsumerWarps;
-    for (int r = c.warp < step ? c.warp : rows; r < rows; r += step) {
-      const int k = r % S;
-      if (!wait(c, loaded(c, k), static_cast<u32>((r / S) & 1))) return;
-      normalise_row(reinterpret_cast<__nv_bfloat16*>(rw.at(k)), w, C, c.lane);
-      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the bulk store reads this slot
-      __syncwarp();
-      if (c.lane == 0) arrive(computed(c, k));
-    }
-    arrive(c.sem(kComputed));
-  }
-
-  // Storer: each row's store once it is computed; a slot is freed once its store has read it, kept
-  // kStoresInFlight rows behind the last store issued (S >= 3: the loader needs slot k again only for
-  // row k + S, after rows up to k + 2 are loaded).
-  static constexpr int kStoresInFlight = 2;
-  static __device__ void store_stream(Ctx& c) {
-    if (!wait_reuse(c)) return drain_stores();
-    const i32* idx = c.idx();
-    const int b = idx[4], d = idx[5], r0 = idx[6], col0 = idx[7], rows = idx[12], C = idx[13];
-    const int np = row_pages(idx), S = slots(C);
-    const Rows rw(c, C);
-    const SlotDesc& y = c.slot(c.dst_slot(0));
-    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr) + elem_offset(y, b, d, r0, col0);
-    const long long stride = y.dims[3];
-    const bool ybulk = bulk_ok(y, col0, C);
-    u32 finish = 0;  // the row pages' ids, 4 bits each, read while the stage is ours
-    for (int lid = 0; lid < np; ++lid) finish |= static_cast<u32>(c.st->pid[lid]) << (4 * lid);
-    for (int r = 0; r < rows; ++r) {
-      if (!wait(c, computed(c, r % S), static_cast<u32>((r / S) & 1))) return drain_stores();
-      const unsigned char* slot = rw.at(r % S);
-      if (ybulk) {
-        if (c.lane == 0) {
-          cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst + r * stride, slot,
-                                   static_cast<u32>(2 * C));
-          cuda::ptx::cp_async_bulk_commit_group();
-          if (r >= kStoresInFlight) {
-            cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<kStoresInFlight>{});
-            arrive(freed(c, (r - kStoresInFlight) % S));
-          }
-        }
-      } else {
-        const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(slot);
-        for (int e = c.lane; e < C; e += 32) dst[r * stride + e] = src[e];
-        __syncwarp();
-        if (c.lane == 0) arrive(freed(c, r % S));
-      }
-    }
-    if (!wait(c, c.sem(kComputed), 0)) return drain_stores();
-    if (P::has_weight && c.lane == 0) page_finish(c, kWeightLid);
-    if (!ybulk) __threadfence();
-    const DstBarriers bars = hand_back(c);  // no slot semaphore is touched after this
-    cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
-    __syncwarp();
-    if (c.lane == 0)
-      for (int lid = 0; lid < np; ++lid) arrive(&c.sh->page_finished[(finish >> (4 * lid)) & 15u]);
-    release_dst(c, bars);
-  }
-#else
-  static __device__ bool streams(const i32*) { return false; }
-  static __device__ void load_stream(Ctx&) {}
-  static __device__ void compute_stream(Ctx&) {}
-  static __device__ void store_stream(Ctx&) {}
-#endif
 };
 
 }  // namespace mk
