@@ -10,7 +10,7 @@ TARGETS = (None, "b200", "h200")
 # Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces,
 # RMSNorm row pages per instruction and their balance, the cost-balanced placement of causal Attention tiles.
 PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k", "gemm_split_chain_steps", "rms_norm_pages",
-                     "rms_norm_balance", "rms_norm_head", "balance_costs")
+                     "rms_norm_balance", "balance_costs")
 # The values each override may take (the device bodies' limits: kernels/mk/itypes/gemm.cuh runs 64-column
 # boxes in tiles of at most 256 columns, rms_norm.cuh at most 3 row pages), as (test, what it means).
 _OVERRIDE_RANGES = {
@@ -20,7 +20,6 @@ _OVERRIDE_RANGES = {
     "gemm_split_chain_steps": (lambda v: 0 <= v <= 1000, "from 0 to 1000"),
     "rms_norm_pages": (lambda v: 1 <= v <= 3, "1, 2 or 3"),
     "rms_norm_balance": (lambda v: v in (0, 1), "0 (uniform row tiles) or 1 (balanced over the SMs)"),
-    "rms_norm_head": (lambda v: 0 <= v <= 2, "0 (off), 1 or 2 (row pages of each SM's first RMSNorm tile)"),
     "balance_costs": (lambda v: v in (0, 1, 2), "0 (off), 1 (every node) or 2 (nodes of at most 2 instructions per SM)"),
 }
 CLUSTER_SIZES = (1, 2)

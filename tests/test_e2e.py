@@ -125,28 +125,6 @@ def test_rms_norm_balanced_row_tiles(monkeypatch, balance):
     assert sorted(r for r0, rows in tiles for r in range(r0, r0 + rows)) == list(range(3000))
 
 
-@pytest.mark.parametrize("balance", [0, 1])
-def test_rms_norm_head_tiles(monkeypatch, balance):
-    """rms_norm_head=1 ([Note: rms head tiles]): 4000 rows of C = 4096 (4 rows a page): the first 132 tiles
-    hold one page (4 rows), the 3472 rows after them tiles of up to 12; every row normalised once, the
-    result unchanged. Too few rows for a head (1000: under one full tile per SM after it) leave it off."""
-    monkeypatch.setenv("MEGAKITTENS_PROFILE", f"rms_norm_head=1,rms_norm_balance={balance}")
-    for n, head in ((4000, True), (1000, False)):
-        torch._dynamo.reset()
-        args = randn(n, 4096), randn(4096)
-        check_close(megakittens.compile(torch_rms_norm)(*args), torch_rms_norm(*args))
-        program = mk_backend.dispatchers[-1].program
-        tiles = [program.instruction(i)["indices"] for i in range(program.num_instructions)]
-        tiles = [(t[6], t[12]) for t in tiles if len(t) > 12 and t[13] == 4096]  # (output row, rows)
-        assert sorted(r for r0, rows in tiles for r in range(r0, r0 + rows)) == list(range(n))
-        if head:
-            assert tiles[:132] == [(4 * k, 4) for k in range(132)], tiles[:3]
-            # after the head: tiles of 12 (unbalanced: the last holds the 3472 % 12 = 4 left) or 11-12
-            assert {rows for _, rows in tiles[132:]} == ({11, 12} if balance else {12, 4}), set(tiles[132:])
-        else:
-            assert min(rows for _, rows in tiles[:-1]) > 4, tiles[:3]
-
-
 def test_torch_rms_norm_without_weight():
     f = lambda x: F.rms_norm(x, (x.shape[-1],), eps=1e-5)  # noqa: E731
     x = randn(2, 16, 256)

@@ -168,15 +168,14 @@ def inputs_for(shapes, device="cpu", seed=0):
 
 
 def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None,
-                split_chain_steps=None, fuse=True, rms_pages=None, balance_costs=None, rms_head=None):
+                split_chain_steps=None, fuse=True, rms_pages=None, balance_costs=None):
     """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs.
     gemm_n (128 or 256) fixes the Gemm tile width and turns split-K off; None lets the profile choose
     per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's.
     split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's.
     fuse: _C.trace's (False: no fusion passes, each aten op its own node).
     rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction, 1-3), None: the profile's.
-    balance_costs: Profile.balance_costs (0, 1 or 2), None: the profile's.
-    rms_head: Profile.rms_norm_head (0-2 row pages in each SM's first RMSNorm tile), None: the profile's."""
+    balance_costs: Profile.balance_costs (0, 1 or 2), None: the profile's."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
     profile = _C.Profile.by_name("h200", num_sms)
@@ -190,8 +189,6 @@ def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=Non
         profile.rms_norm_pages = rms_pages
     if balance_costs is not None:
         profile.balance_costs = balance_costs
-    if rms_head is not None:
-        profile.rms_norm_head = rms_head
     return _C.schedule(dag, profile, cluster_size=cluster_size)
 
 
@@ -300,24 +297,6 @@ def test_rms_norm_row_pages(shape, weighted, pages, global_queue):
     rows = {program.instruction(i)["indices"][12] for i in range(program.num_instructions)}  # Noops: 0
     per_page = 32768 // ((2 * shape[-1] + 127) // 128 * 128)
     assert max(rows) == pages * per_page, rows
-    _check_rms_against_eager(program, fn, shapes, global_queue)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("global_queue", [False, True])
-@pytest.mark.parametrize("shape,weighted", [((2000, 8192), True), ((3000, 4100), False)])
-def test_rms_norm_head_tiles(shape, weighted, global_queue):
-    """Profile.rms_norm_head=1 (src/itypes/rms_norm.cpp [Note: rms head tiles]): each SM's first tile holds
-    one row page (C 8192: 2 bulk rows; C 4100: 3 generic rows), the tiles after it 3 pages."""
-    if not _gpu_ok():
-        pytest.skip("needs a Hopper GPU and the GPU runtime")
-    from megakittens import gpu
-    fn, shapes = (g_rms, [shape, shape[-1:]]) if weighted else (g_rms_noweight, [shape])
-    n = gpu.num_ctas(1)
-    program = program_for(fn, shapes, num_sms=n, name="rms_head", rms_head=1)
-    rows = [program.instruction(i)["indices"][12] for i in range(program.num_instructions)]
-    per_page = 32768 // ((2 * shape[-1] + 127) // 128 * 128)
-    assert set(rows[:n]) == {per_page} and max(rows[n:]) == 3 * per_page, rows[:n + 2]
     _check_rms_against_eager(program, fn, shapes, global_queue)
 
 

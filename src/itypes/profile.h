@@ -32,9 +32,6 @@ struct Profile {
   // 1: RMSNorm's row tiles are evened out so every SM gets as many ([Note: balanced row tiles]); 0: tiles of
   // rows_per_instruction rows, the last of each plane clipped.
   int rms_norm_balance = 1;
-  // RMSNorm head tiles ([Note: rms head tiles], src/itypes/rms_norm.cpp): 0 off; h > 0: the first
-  // num_sms row tiles of a one-plane RMSNorm (each SM's first instruction) hold h pages of rows only.
-  int rms_norm_head = 0;
   // Attention: each CTA owns attn_cta_q query rows of one (batch, head); pair_tiles as for GEMM.
   int attn_cta_q = 128;
   bool attn_pair_tiles = false;

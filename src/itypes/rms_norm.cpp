@@ -60,36 +60,17 @@ int64_t RMSNorm::num_instructions(const NodeInfo& n) const {
   return s[0] * s[1] * tiles_per_plane(s, n.profile);
 }
 
-// [Note: rms head tiles] (Profile.rms_norm_head, an experiment) A launch's first instructions are the
-// pipeline's fill: each SM's first tile is stored only after all its rows landed, while the other SMs'
-// loads share the bandwidth. With h > 0 the first num_sms tiles (under both queues each SM's first
-// instruction) hold h pages of rows, so the first stores start sooner; the rows after them are tiled as
-// usual. Only for one (b, d) plane with more than one full tile per SM after the head.
-int64_t RMSNorm::head_rows(const Coord4& s, const Profile& p) {
-  if (p.rms_norm_head <= 0 || s[0] * s[1] != 1 || p.num_sms < 1) return 0;
-  const int64_t h = rows_per_page(s[3], p) * p.rms_norm_head, full = rows_per_instruction(s[3], s[2], p);
-  return h < full && s[2] > p.num_sms * (h + full) ? h : 0;
-}
-
 int64_t RMSNorm::tiles_per_plane(const Coord4& s, const Profile& p) {
-  const int64_t h = head_rows(s, p);
-  const Coord4 rest{s[0], s[1], s[2] - p.num_sms * h, s[3]};  // all of s without head tiles
-  const int64_t rows = rows_per_instruction(s[3], s[0] * s[1] * rest[2], p);
-  return (h ? p.num_sms : 0) +
-         (p.rms_norm_balance ? balanced_tiles_per_plane(rest, rows, p.num_sms) : ceil_div(rest[2], rows));
+  const int64_t rows = rows_per_instruction(s[3], s[0] * s[1] * s[2], p);
+  return p.rms_norm_balance ? balanced_tiles_per_plane(s, rows, p.num_sms) : ceil_div(s[2], rows);
 }
 
 InstrDesc RMSNorm::instruction(const NodeInfo& n, int64_t i) const {
   const Coord4 s = n.outputs[0].padded();
   const int64_t C = s[3];
-  const Profile& p = n.profile;
-  const int64_t h = head_rows(s, p), head = h ? p.num_sms : 0;  // one plane when h > 0
-  const Coord4 rest{s[0], s[1], s[2] - head * h, C};
-  RowTile t = i < head ? RowTile{{0, 0, i * h, 0}, h}
-              : p.rms_norm_balance
-                  ? balanced_row_tile(rest, tiles_per_plane(s, p) - head, i - head)
-                  : row_tile(rest, rows_per_instruction(C, s[0] * s[1] * rest[2], p), i - head);
-  if (i >= head) t.origin[2] += head * h;
+  const RowTile t = n.profile.rms_norm_balance
+                        ? balanced_row_tile(s, tiles_per_plane(s, n.profile), i)
+                        : row_tile(s, rows_per_instruction(C, s[0] * s[1] * s[2], n.profile), i);
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, C};

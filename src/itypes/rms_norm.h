@@ -21,8 +21,6 @@ class RMSNorm final : public IType {
   // Instructions per (b, d) plane of the padded shape `s`: balanced when profile.rms_norm_balance
   // ([Note: balanced row tiles]: tiles of equal rows but for one), else ceil(rows / rows_per_instruction).
   static int64_t tiles_per_plane(const Coord4& s, const Profile&);
-  // Rows of each head tile ([Note: rms head tiles]), 0 when there are none.
-  static int64_t head_rows(const Coord4& s, const Profile&);
   void validate(const NodeInfo&) const override;
   bool reads_view(int, const TensorRange& v, const Coord4&) const override { return tile_view(v); }
   int64_t num_instructions(const NodeInfo&) const override;

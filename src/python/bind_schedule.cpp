@@ -58,7 +58,6 @@ void bind_schedule(nb::module_& m) {
       // RMSNorm row pages per instruction, 1-3 (kernels/mk/itypes/rms_norm.cuh).
       .def_rw("rms_norm_pages", &Profile::rms_norm_pages)
       .def_rw("rms_norm_balance", &Profile::rms_norm_balance)
-      .def_rw("rms_norm_head", &Profile::rms_norm_head)
       .def_rw("balance_costs", &Profile::balance_costs)
       .def_ro("gemm_pair_tiles", &Profile::gemm_pair_tiles)
       .def("__repr__", [](const Profile& p) { return "Profile(" + p.name + ", num_sms=" + std::to_string(p.num_sms) + ")"; });
