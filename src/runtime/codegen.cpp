@@ -230,6 +230,10 @@ ParamLayout param_layout(const Program& p) {
   l.nslots = std::max<size_t>(1, p.slots.size());
   l.nxmaps = static_cast<size_t>(std::max(1, xmap_plan(p).count));
   l.maps_in_global = l.param_bytes() > ParamLayout::kMaxParamBytes;
+  // Experiment switch (A/B runs on a small program): MEGAKITTENS_MAPS_IN_GLOBAL=1 keeps the maps in the
+  // device buffer even when they fit the parameter.
+  if (const char* env = std::getenv("MEGAKITTENS_MAPS_IN_GLOBAL"); env && std::string(env) == "1")
+    l.maps_in_global = true;
   return l;
 }
 
