@@ -274,15 +274,6 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
     for (int w = 0; w < kMapFenceWords; ++w) sh.map_fenced[0][w] = sh.map_fenced[1][w] = 0;
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
-#if MK_MAPS_IN_GLOBAL && MK_MAP_FENCE_PROLOGUE
-  // [Note: map fences at entry] The host wrote the maps (stream-ordered before this launch); a map fenced
-  // by one thread may be used by the CTA's other threads after a CTA-wide synchronization (CUDA
-  // Programming Guide, "Usage of a Modified Tensor Map"): the barrier below.
-  for (int i = threadIdx.x; i < kNumMaps; i += blockDim.x)
-    cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys,
-                                             reinterpret_cast<const TensorMap*>(g.c.maps) + i,
-                                             cuda::ptx::n32_t<128>{});
-#endif
   if constexpr (kClusterSize > 1) {
     cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
     cuda::ptx::barrier_cluster_wait(cuda::ptx::sem_acquire);

@@ -23,12 +23,6 @@
 #ifndef MK_MAPS_IN_GLOBAL
 #define MK_MAPS_IN_GLOBAL 0
 #endif
-// [Note: map fences at entry] Under MK_MAPS_IN_GLOBAL, 1: every thread of the CTA fences its share of the
-// maps once in the prologue, before the CTA barrier; 0: each issuing lane fences a map at its use
-// (lane 0 once per launch, other lanes at every call).
-#ifndef MK_MAP_FENCE_PROLOGUE
-#define MK_MAP_FENCE_PROLOGUE 0
-#endif
 
 namespace mk {
 
@@ -242,7 +236,6 @@ struct Ctx {
   __device__ const TensorMap* tensor_map(int i) const {
 #if MK_MAPS_IN_GLOBAL
     const TensorMap* m = reinterpret_cast<const TensorMap*>(g->c.maps) + i;
-    if constexpr (MK_MAP_FENCE_PROLOGUE) return m;  // [Note: map fences at entry]
     u32& word = sh->map_fenced[warp == kLoaderWarp ? 0 : 1][i / 32];
     // The second loader ([Note: two loaders]) keeps no bitmask: it fences on every call.
     if (lane == 0 && (warp == kSpareWarp || !(word & (1u << (i % 32))))) {
@@ -261,8 +254,7 @@ struct Ctx {
     const int i = MK_NUM_SLOTS + g->slots[slot].xmap + k;
 #if MK_MAPS_IN_GLOBAL
     const TensorMap* m = reinterpret_cast<const TensorMap*>(g->c.maps) + i;
-    if constexpr (!MK_MAP_FENCE_PROLOGUE)
-      cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys, m, cuda::ptx::n32_t<128>{});
+    cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys, m, cuda::ptx::n32_t<128>{});
     return m;
 #else
     return &g->xmaps[i - MK_NUM_SLOTS];
