@@ -15,7 +15,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 from llama import _example_model, _model  # noqa: E402
-from timeline import COMP_BEGIN, COMP_END, INPUTS, LOAD_BEGIN, PUBLISH, STORE_END  # noqa: E402
+from timeline import (COMP_BEGIN, COMP_END, FIRST_FULL, FULL_WAIT_CYCLES, INPUTS, LOAD_BEGIN,  # noqa: E402
+                      LOOP_CYCLES, MAINLOOP_END, PUBLISH, STORE_END)
 
 import megakittens  # noqa: E402
 from megakittens import gpu  # noqa: E402
@@ -96,6 +97,7 @@ def report(name, program, slots, options):
     print(f"{'IType':22s} {'nodes':>6s} {'instrs':>7s} {'node span us':>13s} {'SM-busy us':>11s} {'input wait':>11s}")
     for itype, (nodes, cnt, span, busy, wait) in sorted(per_itype.items(), key=lambda kv: -kv[1][3]):
         print(f"{itype:22s} {nodes:6d} {cnt:7d} {span:13.1f} {busy:11.1f} {wait:11.1f}")
+    gemm_clock(program, t, real, node_of)
     print("slowest nodes (span us, name, IType, instructions, SM-busy us):")
     for span, nm, itype, cnt, busy in sorted(rows, reverse=True)[:12]:
         print(f"  {span:9.1f}  {nm:40s} {itype:20s} {cnt:6d} {busy:9.1f}")
@@ -110,6 +112,27 @@ def report(name, program, slots, options):
             c = sorted(comp[nd]) or [0.0]
             print(f"  {a:8.1f} {b:8.1f}  {program.nodes[nd].name:36s} {program.nodes[nd].itype[:60]:60s} {cnt:5d} "
                   f"{busy / sms:7.1f} {c[len(c) // 2]:7.1f} {c[-1]:7.1f}")
+
+
+def gemm_clock(program, t, real, node_of):
+    """With MEGAKITTENS_DEFINES=MK_GEMM_WAIT_STATS=1 (kernels/mk/itypes/gemm.cuh [Note: gemm wait stats]): per
+    Gemm IType the median mainloop in SM cycles and in us, their ratio (the SM clock while it ran) and the
+    share of cycles consumer 0 waited for full stages. A whole model's kernel runs long enough for the
+    H200's 700 W power cap to lower the clock (benchmarks/notes.md Session 29), which a short
+    benchmark of the same Gemm does not see."""
+    per = collections.defaultdict(list)
+    for i in real:
+        nd = node_of[i]
+        if nd >= 0 and program.nodes[nd].itype.startswith("Gemm") and t[i, LOOP_CYCLES] > 0:
+            ns = int(t[i, MAINLOOP_END]) - int(t[i, FIRST_FULL])
+            if ns > 0:
+                per[program.nodes[nd].itype].append((int(t[i, LOOP_CYCLES]), ns, int(t[i, FULL_WAIT_CYCLES])))
+    if per:
+        print("Gemm mainloops (MK_GEMM_WAIT_STATS): IType, tiles, median cycles, median us, SM clock GHz, full-wait share")
+    for itype, v in sorted(per.items()):
+        med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+        print(f"  {itype[:40]:40s} {len(v):6d} {med([c for c, _, _ in v]):9d} {med([n for _, n, _ in v]) / 1e3:8.1f} "
+              f"{med([c / n for c, n, _ in v]):6.2f} {med([w / c for c, _, w in v]):6.2f}")
 
 
 def main(argv):
