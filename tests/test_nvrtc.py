@@ -351,6 +351,18 @@ def test_llama_layer_with_the_rms_fold_compiles_without_spills(monkeypatch):
     _assert_no_spills(log, wgmma=True)
 
 
+def test_maps_in_global_switch(monkeypatch):
+    """MEGAKITTENS_MAPS_IN_GLOBAL=1 (src/runtime/codegen.cpp param_layout): a program whose maps fit the kernel
+    parameter keeps them in the device buffer, as the large models do; the kernel compiles without spills."""
+    fn, shapes = GEMM_CASES["mlp_1024"]
+    p = program_for(fn, shapes)
+    assert "#define MK_MAPS_IN_GLOBAL 0" in _C.gpu_generate_source(p)
+    monkeypatch.setenv("MEGAKITTENS_MAPS_IN_GLOBAL", "1")
+    src, cubin, log = _compile(p)
+    assert len(cubin) > 0 and "#define MK_MAPS_IN_GLOBAL 1" in src
+    _assert_no_spills(log, wgmma=True)
+
+
 def test_timeline_width_matches_the_device():
     """megakittens.gpu.TIMELINE_WORDS (the timeline tensor's row width) is kernels/mk/vm.cuh's kTimelineWords:
     the device writes rows of that many words, so a mismatch would shift every row after the first."""
