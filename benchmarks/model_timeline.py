@@ -127,10 +127,10 @@ def gemm_clock(program, t, real, node_of):
             ns = int(t[i, MAINLOOP_END]) - int(t[i, FIRST_FULL])
             if ns > 0:
                 per[program.nodes[nd].itype].append((int(t[i, LOOP_CYCLES]), ns, int(t[i, FULL_WAIT_CYCLES])))
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     if per:
         print("Gemm mainloops (MK_GEMM_WAIT_STATS): IType, tiles, median cycles, median us, SM clock GHz, full-wait share")
     for itype, v in sorted(per.items()):
-        med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
         print(f"  {itype[:40]:40s} {len(v):6d} {med([c for c, _, _ in v]):9d} {med([n for _, n, _ in v]) / 1e3:8.1f} "
               f"{med([c / n for c, n, _ in v]):6.2f} {med([w / c for c, _, w in v]):6.2f}")
 

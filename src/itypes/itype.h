@@ -118,7 +118,7 @@ bool tile_view(const TensorRange&);
 void require_inputs(const NodeInfo&, size_t n);
 int64_t ceil_div(int64_t a, int64_t b);
 // Rows of `cols` elements of `elem_bytes` that fit one page, each row padded to 128 bytes (at least 1):
-// the row tiles of the row-wise ITypes without a tuned device body (Embedding, RowReduce).
+// the row tiles of the row-wise ITypes (Embedding, RowReduce; RMSNorm's pages of rows).
 int64_t rows_per_page(int64_t cols, int elem_bytes, const Profile&);
 // Row tiles of the row-wise ITypes: a padded shape (b, d, r, C) cut into `n`-row tiles, instruction i
 // = tile (b, d, rt) in row-major order, the last one of each (b, d) clipped.

@@ -15,13 +15,8 @@ std::string RMSNorm::params() const {
   return std::string("eps=") + buf + (has_weight_ ? "" : ",no_weight");
 }
 
-int64_t RMSNorm::rows_per_page(int64_t cols, const Profile& p) {
-  const int64_t row_bytes = ceil_div(2 * cols, 128) * 128;  // rows padded to 128 bytes in the page
-  return std::max<int64_t>(1, p.page_bytes / std::max<int64_t>(row_bytes, 128));
-}
-
 int64_t RMSNorm::rows_per_instruction(int64_t cols, int64_t total_rows, const Profile& p) {
-  const int64_t per_page = rows_per_page(cols, p);
+  const int64_t per_page = rows_per_page(cols, 2, p);  // bf16 rows padded to 128 bytes (rms_norm.cuh row_bytes)
   // Bigger instructions amortise the per-instruction latency; but not at the cost of idle SMs.
   const int64_t pages = std::clamp<int64_t>(ceil_div(total_rows, per_page * std::max(1, p.num_sms)), 1,
                                             std::max(1, p.rms_norm_pages));

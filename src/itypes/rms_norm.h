@@ -12,9 +12,6 @@ class RMSNorm final : public IType {
   std::string params() const override;  // "eps=1e-05" (+ ",no_weight")
   double eps() const { return eps_; }
   bool has_weight() const { return has_weight_; }
-  // Rows of `cols` one page holds, each row padded to 128 bytes (kernels/mk/itypes/rms_norm.cuh
-  // row_bytes).
-  static int64_t rows_per_page(int64_t cols, const Profile&);
   // Rows per instruction for `total_rows` rows of `cols` (all batches): pages of rows, each row padded
   // to 128 bytes; as many pages (up to profile.rms_norm_pages) as keep every SM busy.
   static int64_t rows_per_instruction(int64_t cols, int64_t total_rows, const Profile&);
