@@ -18,9 +18,9 @@ Phases (events in launch order of one instruction):
   epi_body  Gemm: the rest (bias loads, activation, rounding, page stores)
 Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), chain (20 ops, 1024x1024), gemm4k, gemm8k
 (gemm4k_nt, k132_nt: B as nn.Linear's (N, K) weight; o8b, swiglu8b: the 8B o projection + residual and SwiGLU at
-2048 tokens), mlp512 and mlp1024 (the
-seed MLP at (M, H) = (512, 512) and (1024, 1024)), tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one
-column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM), k132 (132 wide tiles,
+2048 tokens), mlp512, mlp1024 and mlp4k (the seed MLP at (M, H) = (512, 512), (1024, 1024) and (4096, 4096);
+mm3_4k, mm3relu_4k and mm3bias_4k: mlp4k without its bias and relu, with the relu only, with the bias only),
+tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM), k132 (132 wide tiles,
 K 16384: the step with every SM loading) and attn2k / attn2k_d64 (SDPA at (16, 16, 2048, 128 / 64), full).
 A second line per case reads the per-SM intervals' tail: the mean interval (what the span pays; the median
 hides slow intervals), the phase medians of the instructions that close the slowest tenth of intervals next
@@ -83,6 +83,11 @@ def cases():
                      [r(2048, 4096), r(14336, 4096) * 0.02, r(14336, 4096) * 0.02]),
         "mlp512": (mlp, [r(3, 512, 512) * 512 ** -0.5, r(512, 512), r(3, 512, 512)]),
         "mlp1024": (mlp, [r(3, 1024, 1024) * 1024 ** -0.5, r(1024, 1024), r(3, 1024, 1024)]),
+        "mlp4k": (mlp, [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096), r(3, 4096, 4096)]),
+        # The (4096, 4096) MLP without its bias and relu: three dependent 4096^3 products.
+        "mm3_4k": (lambda W, x: _mm3(W, x), [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096)]),
+        "mm3relu_4k": (lambda W, x: _mm3(W, x, relu=True), [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096)]),
+        "mm3bias_4k": (lambda W, x, b: _mm3(W, x, b), [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096), r(3, 4096, 4096)]),
         "tiny": (lambda x: torch.relu(x), [r(128, 128)]),
         "k128": (lambda a, b: a @ b, [r(128, 16384) * 0.01, r(16384, 128)]),
         "k256": (lambda a, b: a @ b, [r(128, 16384) * 0.01, r(16384, 256)]),
@@ -95,6 +100,13 @@ def cases():
         "attn2k_d64": (_sdpa, [r(16, 16, 2048, 64) for _ in range(3)]),
         "attn2k_d64_cudnn": (_sdpa_cudnn, [r(16, 16, 2048, 64) for _ in range(3)]),
     }
+
+
+def _mm3(W, x, b=None, relu=False):
+    for i in range(3):
+        x = x @ W[i] if b is None else x @ W[i] + b[i]
+        x = torch.relu(x) if relu else x
+    return x
 
 
 def _sdpa(q, k, v):

@@ -864,12 +864,16 @@ struct GemmT {
         for (int h = 0; h < 2; ++h) {
           float x0 = acc[4 * i + 2 * h], x1 = acc[4 * i + 2 * h + 1];
           if constexpr (BIAS != 0) x0 += bv[h].x, x1 += bv[h].y;
-          if constexpr (ACT != Unary::identity) x0 = unary<ACT>(x0), x1 = unary<ACT>(x1);
+          if constexpr (ACT != Unary::identity && ACT != Unary::relu) x0 = unary<ACT>(x0), x1 = unary<ACT>(x1);
           if constexpr (SWIGLU) {
             x0 = unary<Unary::silu>(x0) * acc[N / 4 + 4 * i + 2 * h];
             x1 = unary<Unary::silu>(x1) * acc[N / 4 + 4 * i + 2 * h + 1];
           }
-          const __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
+          __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
+          // relu on the rounded pair: one max.bf16x2 instead of a compare and a select per element (the
+          // seed MLP's epilogue body 1.28 -> 0.90 us a 128 x 256 tile, H200, 2026-12-04, benchmarks/notes.md
+          // Session 30). Rounding is monotonic and keeps 0; the max keeps NaN, as torch.relu.
+          if constexpr (ACT == Unary::relu) v = __hmax2_nan(v, __floats2bfloat162_rn(0.f, 0.f));
           *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
           if constexpr ((RMS & 1) != 0) rms.put(h, i, 8 * i + 2 * (l & 3), __bfloat1622float2(v));
         }
