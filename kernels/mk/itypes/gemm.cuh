@@ -82,7 +82,8 @@
 //   B's column j in accumulator column j and B2's in j + 128: the same thread, register 64 further. The
 //   epilogue computes silu(g) * u in fp32 and rounds once.
 // - ACT (`act=relu`, `gelu`, ...): the activation of the ElementwiseUnary the tracer folded in
-//   (src/trace/fuse_gemm_act.h), applied in fp32 after the bias, before the one rounding.
+//   (src/trace/fuse_gemm_act.h), applied in fp32 after the bias, before the one rounding (relu after it,
+//   on the rounded pair: numerically the same values).
 // - ROPE (`rope=D`, D 64 or 128): the rotate_half rotary embedding of the Rope the tracer folded in
 //   (src/trace/fuse_gemm_rope.h), in fp32 after the bias: [Note: gemm rope epilogue].
 // - RMS (bit 0 `rms_out`, bit 1 `rms_scale`): an RMSNorm between two Gemms folded into both
