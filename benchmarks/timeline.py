@@ -53,6 +53,8 @@ BF16 = torch.bfloat16
  STORE_END, SM, FLAGS, FIRST_ISSUE, FIRST_FULL, MAINLOOP_END, EPILOGUE_READY, CTA_ENTRY, CTA_READY,
  LOOP_CYCLES, FULL_WAIT_CYCLES, EMPTY_WAIT_CYCLES, ATTN_TURN_WAIT, ATTN_ISSUE, ATTN_S_WAIT, ATTN_SOFTMAX,
  ATTN_PV_WAIT) = range(27)
+# A Gemm under MK_GEMM_WAIT_STATS reuses three attention words (kernels/mk/vm.cuh, [Note: gemm turn stats]).
+GEMM_HEAD_WAIT, GEMM_DRAIN_HEAD, GEMM_PAGES_KT0 = ATTN_TURN_WAIT, ATTN_ISSUE, ATTN_S_WAIT
 PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
           ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
           ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END),
@@ -176,7 +178,9 @@ def wait_stats(real: torch.Tensor) -> None:
     full, empty = r[:, FULL_WAIT_CYCLES].double() / loop, r[:, EMPTY_WAIT_CYCLES].double() / loop
     ghz = loop / durations(r, FIRST_FULL, MAINLOOP_END)[0].double().clamp(min=1)
     q = lambda v, f: float(torch.quantile(v, f))  # noqa: E731
-    print(f"    waits: consumer 0 on full {q(full, .5):.3f}/{q(full, .9):.3f}, loader on empty "
+    head = r[:, GEMM_HEAD_WAIT].double() / loop
+    print(f"    waits: consumer 0 on full {q(full, .5):.3f}/{q(full, .9):.3f} (k-tiles 1-3 {q(head, .5):.3f}/"
+          f"{q(head, .9):.3f}), loader on empty "
           f"{q(empty, .5):.3f}/{q(empty, .9):.3f} of the mainloop's {q(loop, .5):.0f} cycles "
           f"(SM clock {q(ghz, .5):.2f} GHz)", flush=True)
 
@@ -223,6 +227,15 @@ def turns(real: torch.Tensor) -> None:
     parts = {"turn": b[:, FIRST_FULL] - a[:, MAINLOOP_END], "epilogue": a[:, COMP_END] - a[:, MAINLOOP_END],
              "dispatch": b[:, COMP_BEGIN] - a[:, COMP_END], "lead": a[:, MAINLOOP_END] - b[:, FIRST_ISSUE],
              "inputs": b[:, INPUTS] - b[:, LOAD_BEGIN], "pages": b[:, FIRST_ISSUE] - b[:, INPUTS]}
+    # MK_GEMM_WAIT_STATS ([Note: gemm turn stats]): how long before i's mainloop end its drain had freed
+    # the pages of i + 1's k-tile 0 (negative: after), then until i + 1's loader had them, then armed
+    # and issued k-tile 0.
+    ok = (a[:, GEMM_DRAIN_HEAD] > 0) & (b[:, GEMM_PAGES_KT0] > 0)
+    if bool(ok.any()):
+        a, b = a[ok], b[ok]
+        parts.update({"drain_head": a[:, MAINLOOP_END] - a[:, GEMM_DRAIN_HEAD],
+                      "granted": b[:, GEMM_PAGES_KT0] - a[:, GEMM_DRAIN_HEAD],
+                      "issued": b[:, FIRST_ISSUE] - b[:, GEMM_PAGES_KT0]})
     print("    turn: " + " | ".join(f"{k} {pct(v, .5):.2f}/{pct(v, .9):.2f}" for k, v in parts.items()), flush=True)
 
 

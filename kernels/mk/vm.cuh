@@ -290,6 +290,10 @@ enum TimelineEvent {
   kEvAttnTurnWait, kEvAttnIssue, kEvAttnSWait, kEvAttnSoftmax, kEvAttnPvWait,
   kTimelineWords = 27
 };
+// A Gemm under MK_GEMM_WAIT_STATS reuses three of attention's words ([Note: gemm turn stats]): consumer 0's
+// full-stage waits over k-tiles 1-3 (cycles); the time the storer's drain had freed the pages the next
+// instruction's k-tile 0 takes, and the time that instruction's loader had them (%globaltimer, ns).
+constexpr int kEvGemmHeadWaitCycles = kEvAttnTurnWait, kEvGemmDrainHead = kEvAttnIssue, kEvGemmPagesKt0 = kEvAttnSWait;
 // Lane 0 writes `at` as event `ev` of this instruction's timeline row: a %globaltimer time (ns), or the
 // value of kEvSm, kEvFlags and the events from kEvCtaEntry on. mark() reads the time itself.
 __device__ __forceinline__ void mark_value(const Ctx& c, int ev, u64 at) {

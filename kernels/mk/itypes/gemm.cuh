@@ -170,6 +170,11 @@
 // SM cycles of its mainloop (k-tile 0 landed -> the last wait) and the part of them spent waiting for a
 // full stage (k-tiles 1..), the loader's lane 0 those spent waiting for an empty stage; benchmarks/
 // timeline.py prints the fractions: which side of the ring waits for the other.
+// [Note: gemm turn stats] With it also (kernels/mk/vm.cuh kEvGemm*): consumer 0's full-stage waits over
+// k-tiles 1-3 alone, when the storer's drain of instruction i has freed the two pages i's successor takes
+// for its k-tile 0 (i's first two in lid_release_order: freed at k-tiles nk - 4 and nk - 3), and when that
+// successor's loader has them; timeline.py's `turn` line reads the hand-over between consecutive tiles
+// (Session 30: k-tile 0 of the next tile went out ~0.8 us after the mainloop's end, not ~1.4 us before).
 #ifndef MK_GEMM_WAIT_STATS
 #define MK_GEMM_WAIT_STATS 0
 #endif
@@ -383,6 +388,7 @@ struct GemmT {
         if (kt < kStages) {
           if ((s & 1) == 0) ok = page_wait_lane(c, a_lid(s));
           if (ok) ok = page_wait_lane(c, b_lid(s));
+          if (MK_GEMM_WAIT_STATS && kt == 0) mark_value(c, kEvGemmPagesKt0, ptx::globaltimer());
           if (ok && mc) {  // both CTAs' stage-s pages are free before either multicasts into them
             ptx::mbarrier_arrive_cluster(c.sem(kReady + s), rank ^ 1u);
             ok = wait_lane<true>(c, c.sem(kReady + s), 0u, 3, 220 + s);
@@ -454,6 +460,7 @@ struct GemmT {
       if (!wait_lane(c, c.sem(kEmpty + s), static_cast<u32>((kt >> 2) & 1), 3, 200 + s)) return false;
       if (s != d.last) page_finish(c, b_lid(s));
       if (last_use(s ^ 1, d.nk) < kt) page_finish(c, a_lid(s));
+      if (MK_GEMM_WAIT_STATS && kt == d.nk - 3) mark_value(c, kEvGemmDrainHead, ptx::globaltimer());
     }
     return true;
   }
@@ -739,7 +746,7 @@ struct GemmT {
     constexpr bool kBiasEarly = kBiasEarlyOk && N <= 128;  // [Note: gemm early bias]
     const bool early = kBiasEarly && active && d.nk > 0 && c.num_src_late() == 0;
     u32 be[kBiasEarly ? N / 8 : 1];
-    long long loop_begin = 0, full_wait = 0;  // [Note: gemm wait stats]
+    long long loop_begin = 0, full_wait = 0, head_wait = 0;  // [Note: gemm wait stats]
 
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
@@ -752,6 +759,7 @@ struct GemmT {
         const long long t1 = clock64();
         if (kt == 0) loop_begin = t1;
         else full_wait += t1 - t0;
+        if (kt > 0 && kt < kStages) head_wait += t1 - t0;  // [Note: gemm turn stats]
       }
       if (kt == 0 && c.warp == 0) mark(c, kEvFirstFull);
       if constexpr (kBiasEarly)
@@ -791,6 +799,7 @@ struct GemmT {
     if (MK_GEMM_WAIT_STATS && c.warp == 0) {
       mark(c, kEvMainloopCycles, static_cast<u64>(clock64() - loop_begin));
       mark(c, kEvFullWaitCycles, static_cast<u64>(full_wait));
+      mark(c, kEvGemmHeadWaitCycles, static_cast<u64>(head_wait));
     }
     if (!kEarly && d.nk > 0) {
       __syncwarp();
