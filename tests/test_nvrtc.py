@@ -10,8 +10,8 @@ import torch
 from megakittens import _C
 
 gpu = pytest.importorskip("megakittens.gpu")
-from test_gpu_gemm import (g_addmm, g_baddbmm_all, g_bmm_tb, g_linear, g_mm, g_ta,  # noqa: E402
-                           g_ta_tb, g_tb)
+from test_gpu_gemm import (g_addmm, g_baddbmm_all, g_bias_sliced, g_bmm_tb, g_linear, g_mm,  # noqa: E402
+                           g_ta, g_ta_tb, g_tb)
 from test_gpu_kernels import CASES, EW_CASES, program_for  # noqa: E402
 from test_gpu_simt import CASES as SIMT_CASES, case_inputs, program_of  # noqa: E402
 
@@ -124,19 +124,22 @@ GEMM_CASES = {
     "ta_tb": (g_ta_tb, [(512, 1024), (768, 512)]),
     "bias_row": (g_addmm, [(768,), (1000, 512), (512, 768)]),
     "bias_full": (g_addmm, [(1000, 768), (1000, 512), (512, 768)]),
+    "bias_full_sliced": (g_bias_sliced, [(310, 528), (300, 256), (256, 520)]),
     "linear": (g_linear, [(1000, 512), (768, 512), (768,)]),
     "bmm_tb": (g_bmm_tb, [(4, 1000, 256), (4, 768, 256)]),
     "baddbmm_all": (g_baddbmm_all, [(4, 512, 768), (4, 256, 512), (4, 768, 256)]),
     "flag_mix": (g_flag_mix, [(512, 256), (384, 256), (384,), (384, 512), (512, 512), (512, 256)]),
 }
 
-# The GemmT<TA, TB, BIAS> each flagged case instantiates (src/runtime/codegen.cpp).
+# The GemmT<TA, TB, BIAS> each flagged case instantiates (src/runtime/codegen.cpp): a bias_full whose every
+# tile starts on a 16-byte column is BIAS 2 (staged tiles only), the sliced view at column 3 BIAS 3.
 GEMM_FLAG_TYPES = {
     "ta": ["mk::GemmT<true, false, 0>"],
     "tb": ["mk::GemmT<false, true, 0>"],
     "ta_tb": ["mk::GemmT<true, true, 0>"],
     "bias_row": ["mk::GemmT<false, false, 1>"],
     "bias_full": ["mk::GemmT<false, false, 2>"],
+    "bias_full_sliced": ["mk::GemmT<false, false, 3>"],
     "linear": ["mk::GemmT<false, true, 1>"],
     "bmm_tb": ["mk::GemmT<false, true, 0>"],
     "baddbmm_all": ["mk::GemmT<true, true, 2>"],

@@ -42,6 +42,18 @@ int attention_head_dims(const Program& p, int icode) {
   return mask;
 }
 
+// Whether every instruction of a bias_full Gemm icode TMA-loads its bias tile: the device's bias_tile()
+// (kernels/mk/itypes/gemm.cuh [Note: gemm bias tile]) evaluated here, word 15's element offset into the
+// bias slot on a 16-byte column. Then its body is GemmT's BIAS 2, without the L2 path.
+bool gemm_bias_tiles(const Program& p, int icode) {
+  for (const Instruction& in : p.instructions)
+    if (in.icode == icode) {
+      const int64_t cols = p.slots[in.src_slot(2)].padded()[3];
+      if (cols <= 0 || in.indices[15] % cols % 8 != 0) return false;
+    }
+  return true;
+}
+
 // The device type of one icode; may append a parameter struct to `params`. (No iostreams here: the
 // extension can meet a different libstdc++ at run time, seen crashing in numeric ostream inserts.)
 std::string device_type(const Program& prog, int icode, std::string& params) {
@@ -150,7 +162,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
       if (f == Gemm::Flags{}) return "mk::Gemm";
       if (kGemmFlagsOnDevice && (kGemmTaOnDevice || !f.transpose_a) && (kGemmTbOnDevice || !f.transpose_b) &&
           (kGemmBiasOnDevice || f.bias == Gemm::Bias::none)) {
-        const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias == Gemm::Bias::full ? 2 : 0;
+        const int bias = f.bias == Gemm::Bias::row ? 1 : f.bias != Gemm::Bias::full ? 0 : gemm_bias_tiles(prog, icode) ? 2 : 3;
         // TA, TB and BIAS always; the later parameters up to the last one that is not its default.
         std::vector<std::string> a = {f.transpose_a ? "true" : "false", f.transpose_b ? "true" : "false",
                                       std::to_string(bias), f.swiglu ? "true" : "false",

@@ -52,7 +52,7 @@
 // - TB (`tb`): B's backing holds B^T row-major, (N, K) (nn.Linear's weight). Boxes run 64 K-columns x
 //   64 N-rows, box j = N [64j, 64j + 64); the four boxes are contiguous, so the smem B tile is 256
 //   K-major rows of 128 B: the descriptor is A's (SBO = 1024, k16 step +32 B), imm-trans-b = 0.
-// - BIAS (1 `bias_row`, 2 `bias_full`), added in fp32 to each column pair right before it is rounded
+// - BIAS (1 `bias_row`, 2 and 3 `bias_full`: [Note: gemm bias tile]), added in fp32 to each column pair right before it is rounded
 //   and staged, so its accumulator registers die as the bias is needed (initialising the accumulator
 //   with the bias before the k-loop spilled, or serialized the wgmma). The bias is a late input
 //   (docs/instruction.md): the loader does not wait for it (the mainloop of a split-K chain's next
@@ -75,7 +75,12 @@
 // A thread then reads its bias pair from the very address it writes its result to. The coordinates
 // come from word 15's element offset, split along the backing's padded dims. TMA needs the box's first
 // column 16-byte aligned: a bias view starting off that (a sliced view) is read as bias_row is, with
-// the consumers' own loads (bias_tile).
+// the consumers' own loads (bias_tile). BIAS 3 has both paths, chosen per instruction; codegen emits
+// BIAS 2, the staged tile alone, when every instruction of the icode is aligned (src/runtime/codegen.cpp
+// gemm_bias_tiles): the other path's address arithmetic and loads, predicated off in the same unrolled
+// loop, still took issue slots, ~1.2 us of a 128 x 256 tile's epilogue (with the path compiled out:
+// 4096^3 x 3 with bias 622 -> 614 us, the 8B o projection + residual 115.1 -> 113.2 us; H200,
+// 2026-12-04, benchmarks/notes.md Session 30).
 // - SWIGLU (`swiglu`): D = silu(A @ B) * (A @ B2), a tile of at most 128 output columns. Boxes 0, 1 of
 //   the B stage hold B's columns [n0, n0 + 128), boxes 2, 3 the same columns of B2 (its tensor map, B's
 //   coordinates: the host requires both views to sit alike on their backings), so one m64n256k16 puts
@@ -190,7 +195,8 @@ constexpr bool kExpNoLoad = true;
 constexpr bool kExpNoLoad = false;
 #endif
 
-// TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full;
+// TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full (every
+// tile staged), 3 bias_full (staged or read through L2, per instruction: [Note: gemm bias tile]);
 // SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias; ROPE: flag
 // `rope=D` ([Note: gemm rope epilogue]).
 template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, Unary ACT = Unary::identity,
@@ -200,8 +206,9 @@ struct GemmT {
   static_assert(!(RMS & 1) || (!SWIGLU && ROPE == 0), "rms_out goes with no swiglu or rope");
   static_assert(RMS != 3, "rms_out and rms_scale not on one Gemm (src/itypes/gemm.cpp)");
   static_assert(ROPE == 0 || ROPE == 64 || ROPE == 128, "ROPE: 0 none, else the head dim 64 or 128");
-  static_assert(ROPE == 0 || (!SWIGLU && BIAS != 2 && ACT == Unary::identity), "rope goes with bias_row at most");
-  static_assert(BIAS >= 0 && BIAS <= 2, "BIAS: 0 none, 1 row, 2 full");
+  static constexpr bool kFullBias = BIAS >= 2;
+  static_assert(ROPE == 0 || (!SWIGLU && !kFullBias && ACT == Unary::identity), "rope goes with bias_row at most");
+  static_assert(BIAS >= 0 && BIAS <= 3, "BIAS: 0 none, 1 row, 2 full (staged), 3 full (staged or through L2)");
   static_assert(!(SWIGLU && BIAS), "the swiglu Gemm has no bias");
   static_assert(!(SWIGLU && ACT != Unary::identity), "the swiglu Gemm has no activation");
   static_assert(!kUnaryHasK<ACT>, "an activation without a constant");
@@ -221,7 +228,7 @@ struct GemmT {
   // bias rows landed in its epilogue page, TMA bytes; [Note: gemm bias tile]; rope: its table rows,
   // [Note: gemm rope tables]).
   static constexpr int kFull = 0, kEmpty = 4, kFixed = 8, kStaged = 9, kIssued = 11, kReady = 12, kBias = 16;
-  static constexpr int num_semaphores = BIAS == 2 || ROPE != 0 ? 18 : 16;
+  static constexpr int num_semaphores = kFullBias || ROPE != 0 ? 18 : 16;
   static __device__ int semaphore_count(int i) {
     return (i >= kEmpty && i < kFixed) ? kConsumerWarps * kClusterSize : (i == kStaged || i == kStaged + 1) ? 4 : 1;
   }
@@ -815,7 +822,7 @@ struct GemmT {
     BiasRows bias{};
     // bias_full or the rope tables through the epilogue page ([Note: gemm bias tile], [Note: gemm rope tables]).
     const bool tile = staged_tile(c, d, wg);
-    if (BIAS == 1 || ((BIAS == 2 || ROPE != 0) && !tile)) {  // a bias row, or the tables, read through L2
+    if (BIAS == 1 || ((kFullBias || ROPE != 0) && !tile)) {  // a bias row, or the tables, read through L2
       if (RMS == 0 && !wait_late_inputs(c)) return;
       if constexpr (BIAS != 0) bias = bias_rows(c, d, wg);
     }
@@ -859,7 +866,7 @@ struct GemmT {
           }
         if (!early) {
           if constexpr (BIAS == 1) bv[0] = bv[1] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
-          if constexpr (BIAS == 2) {
+          if constexpr (kFullBias) {
             if (tile) {  // this thread's pair of the bias tile, where its result goes
 #pragma unroll
               for (int h = 0; h < 2; ++h)
@@ -902,17 +909,18 @@ struct GemmT {
   }
 
   // [Note: gemm bias tile] Whether this bias_full instruction TMA-loads its bias tile: its first column
-  // sits on 16 bytes.
+  // sits on 16 bytes (BIAS 2: codegen found every instruction so).
   static __device__ __forceinline__ bool bias_tile(const Ctx& c) {
-    return BIAS == 2 && c.idx()[kBiasOff] % c.slot(c.src_slot(2)).dims[3] % 8 == 0;
+    if constexpr (BIAS == 2) return true;
+    return BIAS == 3 && c.idx()[kBiasOff] % c.slot(c.src_slot(2)).dims[3] % 8 == 0;
   }
   // Whether the storer TMA-loads warpgroup wg's epilogue input (bias_full rows or rope tables) into its
   // epilogue page, and that load itself.
   static __device__ __forceinline__ bool staged_tile(const Ctx& c, const Dims& d, int wg) {
-    return BIAS == 2 ? bias_tile(c) : rope_tile(c, d, wg);
+    return kFullBias ? bias_tile(c) : rope_tile(c, d, wg);
   }
   static __device__ __forceinline__ void staged_load(Ctx& c, const Dims& d, int wg, int lid) {
-    if constexpr (BIAS == 2) bias_tile_load(c, d, wg, lid);
+    if constexpr (kFullBias) bias_tile_load(c, d, wg, lid);
     else if constexpr (ROPE != 0) rope_tile_load(c, d, wg, lid);
   }
   // [Note: gemm bias tile] Storer, whole warp: TMA-load warpgroup wg's bias rows (64 x n_cols, one 64x64
