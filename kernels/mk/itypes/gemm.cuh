@@ -53,10 +53,10 @@
 //   64 N-rows, box j = N [64j, 64j + 64); the four boxes are contiguous, so the smem B tile is 256
 //   K-major rows of 128 B: the descriptor is A's (SBO = 1024, k16 step +32 B), imm-trans-b = 0.
 // - BIAS (1 `bias_row`, 2 and 3 `bias_full`: [Note: gemm bias tile]), added in fp32 to each column
-//   pair right before it is rounded and staged, so its accumulator registers die as the bias is needed (initialising the accumulator
-//   with the bias before the k-loop spilled, or serialized the wgmma). The bias is a late input
-//   (docs/instruction.md): the loader does not wait for it (the mainloop of a split-K chain's next
-//   split runs while the split it adds is still computing).
+//   pair right before it is rounded and staged, so its accumulator registers die as the bias is needed
+//   (initialising the accumulator with the bias before the k-loop spilled, or serialized the wgmma).
+//   The bias is a late input (docs/instruction.md): the loader does not wait for it (the mainloop of a
+//   split-K chain's next split runs while the split it adds is still computing).
 //   bias_row: the consumers read the row from global memory (ld.global.cg: L2, never a stale L1 line)
 //   at word 15's element offset, after waiting for its barrier themselves (the loader's waits do not
 //   order their generic loads), addresses clamped into the n_cols of the tile.
