@@ -20,8 +20,9 @@ Cases: relu, add, rmsnorm (8192x8192; rms16k 16384x8192, rms16kx16k 16384^2), ch
 (gemm4k_nt, k132_nt: B as nn.Linear's (N, K) weight; o8b, swiglu8b: the 8B o projection + residual and SwiGLU at
 2048 tokens), mlp512, mlp1024 and mlp4k (the seed MLP at (M, H) = (512, 512), (1024, 1024) and (4096, 4096);
 mm3_4k, mm3relu_4k and mm3bias_4k: mlp4k without its bias and relu, with the relu only, with the bias only),
-tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one column of 128x128, 128x256 or 64x128 tiles, K 16384: the k-step latency of one SM), k132 (132 wide tiles,
-K 16384: the step with every SM loading) and attn2k / attn2k_d64 (SDPA at (16, 16, 2048, 128 / 64), full).
+tiny (relu of one 128x128 tile: the launch floor), k128 / k256 / k64x128 (one column of 128x128, 128x256 or
+64x128 tiles, K 16384: the k-step latency of one SM), k132 (132 wide tiles, K 16384: the step with every SM
+loading) and attn2k / attn2k_d64 (SDPA at (16, 16, 2048, 128 / 64), full).
 A second line per case reads the per-SM intervals' tail: the mean interval (what the span pays; the median
 hides slow intervals), the phase medians of the instructions that close the slowest tenth of intervals next
 to those closing the faster half, and the spread of the SMs' finish times.
@@ -89,7 +90,8 @@ def cases():
         # The (4096, 4096) MLP without its bias and relu: three dependent 4096^3 products.
         "mm3_4k": (lambda W, x: _mm3(W, x), [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096)]),
         "mm3relu_4k": (lambda W, x: _mm3(W, x, relu=True), [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096)]),
-        "mm3bias_4k": (lambda W, x, b: _mm3(W, x, b), [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096), r(3, 4096, 4096)]),
+        "mm3bias_4k": (lambda W, x, b: _mm3(W, x, b),
+                       [r(3, 4096, 4096) * 4096 ** -0.5, r(4096, 4096), r(3, 4096, 4096)]),
         "tiny": (lambda x: torch.relu(x), [r(128, 128)]),
         "k128": (lambda a, b: a @ b, [r(128, 16384) * 0.01, r(16384, 128)]),
         "k256": (lambda a, b: a @ b, [r(128, 16384) * 0.01, r(16384, 256)]),
