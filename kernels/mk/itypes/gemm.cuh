@@ -179,7 +179,9 @@
 // k-tiles 1-3 alone, when the storer's drain of instruction i has freed the two pages i's successor takes
 // for its k-tile 0 (i's first two in lid_release_order: freed at k-tiles nk - 4 and nk - 3), and when that
 // successor's loader has them; timeline.py's `turn` line reads the hand-over between consecutive tiles
-// (Session 30: k-tile 0 of the next tile went out ~0.8 us after the mainloop's end, not ~1.4 us before).
+// (Session 30: k-tile 0 of the next tile went out ~0.8 us after the mainloop's end, not ~1.4 us before;
+// Session 31, gemm4k: the drain frees the pages only 0.34 us before the end, the loader has them 0.13 us
+// later, and the copy's issue then waits 1.28 us behind the SM's copies in flight).
 #ifndef MK_GEMM_WAIT_STATS
 #define MK_GEMM_WAIT_STATS 0
 #endif
