@@ -103,6 +103,10 @@ def cases():
         "attn2k_cudnn": (_sdpa_cudnn, [r(16, 16, 2048, 128) for _ in range(3)]),
         "attn2k_d64": (_sdpa, [r(16, 16, 2048, 64) for _ in range(3)]),
         "attn2k_d64_cudnn": (_sdpa_cudnn, [r(16, 16, 2048, 64) for _ in range(3)]),
+        # Causal: the same shapes, and an HF 1B layer's attention (32 heads over 8 KV heads, 1024 tokens).
+        "attn2k_causal": (_sdpa_causal, [r(16, 16, 2048, 128) for _ in range(3)]),
+        "attn2k_d64_causal": (_sdpa_causal, [r(16, 16, 2048, 64) for _ in range(3)]),
+        "attn1b": (_sdpa_gqa_causal, [r(1, 32, 1024, 64), r(1, 8, 1024, 64), r(1, 8, 1024, 64)]),
     }
 
 
@@ -115,6 +119,14 @@ def _mm3(W, x, b=None, relu=False):
 
 def _sdpa(q, k, v):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def _sdpa_causal(q, k, v):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _sdpa_gqa_causal(q, k, v):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
 
 
 def _sdpa_cudnn(q, k, v):
@@ -210,6 +222,60 @@ def attn_stats(real: torch.Tensor) -> None:
           f", rest {q(rest / loop, .5):.3f}/{q(rest / loop, .9):.3f}", flush=True)
 
 
+def attn_by_blocks(program, t: torch.Tensor, mode: str) -> None:
+    """Attention: per key-block count nb, the instructions' median compute (consumer 0's begin -> end) and,
+    under MK_ATTN_WAIT_STATS=1, its head (begin -> the loop's start: Q, S_0, the first softmax) and tail
+    (the loop's end -> end: the last P V, the epilogue), and the dispatch before it (the SM's previous
+    compute end -> this begin), in us; then a least-squares fit compute = a + b * nb: a is what an
+    instruction costs beyond its blocks (a causal tile's loop is short, so a weighs on causal most). Under the
+    global queue timeline row r is instruction program.global_order[r] ([Note: global claim order])."""
+    rows, nbs = [], []
+    order = list(program.global_order) if mode == "global" else range(program.num_instructions)
+    for r_, i in enumerate(order):
+        if r_ >= t.shape[0]:
+            break
+        node = program.nodes[program.instruction_node[i]]
+        if not node.itype.startswith("Attention") or int(t[r_, STORE_END]) == 0:
+            continue
+        idx = program.instruction(i)["indices"]
+        if idx[4] <= 0:
+            continue
+        bn = 128  # kv block rows at D 64 and at D 128 (attention.cuh Geo::BN, MK_ATTN_BN_D128 default)
+        rows.append(r_)
+        nbs.append((idx[5] + bn - 1) // bn)
+    if not rows:
+        return
+    r = t[torch.tensor(rows)]
+    nb = torch.tensor(nbs)
+    prev = torch.zeros(r.shape[0], dtype=torch.int64)
+    for sm in r[:, SM].unique():
+        sel = (r[:, SM] == sm).nonzero().flatten()
+        order = sel[r[sel, COMP_BEGIN].argsort()]
+        prev[order[1:]] = r[order[:-1], COMP_END]
+    comp = (r[:, COMP_END] - r[:, COMP_BEGIN]).double() / 1e3
+    stats = bool((r[:, FIRST_FULL] > 0).any())
+    line = []
+    for k in nb.unique().tolist():
+        m = nb == k
+        part = f"nb {k}: n {int(m.sum())} compute {float(comp[m].median()):.2f}"
+        if stats:
+            h = m & (r[:, FIRST_FULL] > 0)
+            if bool(h.any()):
+                head = (r[h, FIRST_FULL] - r[h, COMP_BEGIN]).double().median() / 1e3
+                tl = (r[h, COMP_END] - r[h, MAINLOOP_END]).double().median() / 1e3
+                part += f" head {float(head):.2f} tail {float(tl):.2f}"
+        d = m & (prev > 0)
+        if bool(d.any()):
+            part += f" dispatch {float((r[d, COMP_BEGIN] - prev[d]).double().median() / 1e3):.2f}"
+        line.append(part)
+    print("    attention by key blocks: " + "; ".join(line), flush=True)
+    if nb.unique().numel() > 1:
+        X = torch.stack([torch.ones_like(comp), nb.double()], 1)
+        a, b = torch.linalg.lstsq(X, comp.unsqueeze(1)).solution.flatten().tolist()
+        print(f"    attention fit: compute = {a:.2f} + {b:.3f} * nb us (a: per instruction, b: per key block)",
+              flush=True)
+
+
 def turns(real: torch.Tensor) -> None:
     """Gemm: the turn from one instruction to the next on an SM (consecutive by compute begin), median / p90
     in us: `turn` the last wgmma of i done -> consumer 0 saw k-tile 0 of i + 1 land (the tensor core's idle
@@ -301,6 +367,7 @@ def main(argv):
             print(f"    host {host_ms(runner) * 1e3:.1f} us per launch call", flush=True)
             if len(p.nodes) <= 12:
                 per_node(p, t)
+            attn_by_blocks(p, t, mode)
 
 
 if __name__ == "__main__":

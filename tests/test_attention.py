@@ -179,3 +179,47 @@ def test_balance_costs_from_the_profile_env_matches_eager(monkeypatch):
         # take the first cluster slots; else head by head, each head's longer pair first
         want = [384, 512, 384, 512, 128, 256, 128, 256] if balance else [384, 512, 128, 256] * 2
         assert kv_end == want, kv_end
+
+
+@pytest.mark.parametrize("cluster_size", [1, 2])
+def test_global_queue_claims_causal_tiles_longest_first(cluster_size):
+    """[Note: global claim order] (src/schedule/phase1_place.cpp): the global queue's table holds a causal
+    Attention node's tiles longest first (its rows a permutation of the node's own instructions, a cluster's
+    ranks side by side), while the per-SM order stays the IType's (each head's tiles longest to shortest)."""
+    from test_gpu_kernels import program_for
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    p = program_for(fn, [(2, 4, 2048, 64)] * 3, cluster_size=cluster_size, num_sms=8, balance_costs=0)
+    node = next(n for n in p.nodes if n.itype.startswith("Attention"))
+    order = list(p.global_order)
+    rows = order[node.start:node.start + node.padded]
+    assert sorted(rows) == list(range(node.start, node.start + node.padded))
+    assert order[:node.start] == list(range(node.start))
+    G = cluster_size
+    pair_end = [max(p.instruction(rows[q + r])["indices"][5] for r in range(G)) for q in range(0, len(rows), G)]
+    assert pair_end == sorted(pair_end, reverse=True) and pair_end[0] > pair_end[-1]
+    assert all(rows[q] % G == 0 and rows[q + 1] == rows[q] + 1 for q in range(0, len(rows), G)) if G == 2 else True
+    table = p.table_global()
+    for r in (node.start, node.start + 1, node.start + node.padded - 1):
+        assert list(table[r]) == list(p.table_per_sm().reshape(-1, 64)[order[r]])
+    # The IType's order (per-SM placement, balance_costs = 0) is not already longest first.
+    own = [p.instruction(i)["indices"][5] for i in range(node.start, node.start + node.count)]
+    assert own != sorted(own, reverse=True)
+
+
+def test_global_queue_causal_matches_eager_under_interleavings(monkeypatch):
+    """Causal SDPA tiles claimed longest first from the global queue (a table order other than the
+    instruction list's: balance_costs = 0 keeps the IType's per-head order there), on the CPU interpreter's
+    SM interleavings: each matches eager."""
+    from common import check_interleavings
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", "balance_costs=0")
+    torch._dynamo.reset()
+    check_interleavings(fn, [randn(1, 2, 640, 64) for _ in range(3)], global_work_queue=True, cluster_size=1, seeds=4)
+    p = mk_backend.dispatchers[-1].program
+    assert list(p.global_order) != list(range(p.num_instructions))

@@ -115,6 +115,13 @@ void bind_schedule(nb::module_& m) {
       .def_ro("phase_ms", &Program::phase_ms)
       .def_prop_ro("waves", &Program::waves)
       .def_ro("instruction_node", &Program::instruction_node)
+      // Row r of the global queue's table holds instruction global_order[r] ([Note: global claim order]).
+      .def_prop_ro("global_order", [](const Program& p) {
+        std::vector<int32_t> o = p.global_order;
+        if (o.empty())
+          for (size_t i = 0; i < p.instructions.size(); ++i) o.push_back(static_cast<int32_t>(i));
+        return o;
+      })
       .def("table_per_sm", [](const Program& p) {
         return to_numpy(p.table_per_sm(), {size_t(p.waves()), size_t(p.profile.num_sms), size_t(kInstructionWords)});
       })

@@ -50,7 +50,7 @@ class Simulator {
           pending = true, lo = std::min(lo, i), hi = std::max(hi, i);
           if (ready(i)) cands.push_back({s, i});
         } else if (o_.global_work_queue && ticket_ < N_) {
-          cands.push_back({s, ticket_});  // an idle SM takes the next ticket
+          cands.push_back({s, claim(ticket_)});  // an idle SM takes the next ticket
         }
       }
       if (hi >= 0) stats_.max_in_flight_skew = std::max(stats_.max_in_flight_skew, hi - lo);
@@ -61,7 +61,7 @@ class Simulator {
       // A claim is a step of its own: the SM then holds the instruction, and running it competes with
       // every other move (claiming and running at once would let producers always finish first).
       if (next_[c.sm] < 0) {
-        next_[c.sm] = ticket_++;
+        next_[c.sm] = claim(ticket_++);
         continue;
       }
       execute(next_[c.sm]);
@@ -72,6 +72,8 @@ class Simulator {
   }
 
  private:
+  // The instruction in row t of the global queue's table ([Note: global claim order]).
+  int64_t claim(int64_t t) const { return p_.global_order.empty() ? t : p_.global_order[t]; }
   bool ready(int64_t i) const {
     const Instruction& in = p_.instructions[i];
     for (int k = 0; k < in.num_src_barriers(); ++k)

@@ -340,11 +340,15 @@ std::string GpuKernel::diag_message(const Diag& g) const {
                                     "' stopped making progress (" + kSiteNames[site] + ")";
   if (g.site == 5) m += ": unknown icode " + to_string(g.value) + " (program has " + to_string(g.target) + ")";
   if (g.site == 6) m += ": index " + to_string(g.value) + " for a table of " + to_string(g.target) + " rows";
+  // Under the global queue the device reports its table row ([Note: global claim order]).
+  int instruction = g.instruction;
+  if (global_rows_ && instruction >= 0 && instruction < static_cast<int>(program_.global_order.size()))
+    instruction = program_.global_order[instruction];
   m += "\n  SM " + to_string(g.sm) + ", CTA " + to_string(g.cta) + ", warp " + to_string(g.warp) + " lane " +
-       to_string(g.lane) + "\n  instruction " + to_string(g.instruction) + ", icode " + to_string(g.icode);
+       to_string(g.lane) + "\n  instruction " + to_string(instruction) + ", icode " + to_string(g.icode);
   if (g.icode >= 0 && g.icode < static_cast<int>(program_.icodes.size())) m += " (" + program_.icodes[g.icode]->str() + ")";
-  if (g.instruction >= 0 && g.instruction < static_cast<int>(program_.instruction_node.size())) {
-    const int n = program_.instruction_node[g.instruction];
+  if (instruction >= 0 && instruction < static_cast<int>(program_.instruction_node.size())) {
+    const int n = program_.instruction_node[instruction];
     if (n >= 0) m += ", node '" + program_.nodes[n].name + "'";
   }
   if (g.site == 1 || g.site == 2)
@@ -396,8 +400,9 @@ void GpuKernel::run(const std::vector<uint64_t>& ptrs, uint64_t stream_int, cons
     if (!t.empty()) check(d.cuMemcpyHtoD(dst, t.data(), t.size() * 4), "cuMemcpyHtoD(table)");
   };
   int grid = grid_;
+  global_rows_ = o.global_queue;
   if (o.global_queue) {
-    if (!table_global_) upload(program_.table_global(), table_global_, planted_);
+    if (!table_global_) upload(program_.table_global(), table_global_, program_.global_row(planted_));
   } else {
     if (program_.profile.num_sms != grid_)
       throw GpuError("megakittens: the per-SM table was scheduled for " + std::to_string(program_.profile.num_sms) +

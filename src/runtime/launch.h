@@ -104,6 +104,7 @@ class GpuKernel {
   std::vector<uint64_t> params_ptrs_;  // slot pointers params_ was built for
   XmapPlan xmaps_;  // per slot: its Gemm / Attention tile maps in Globals::xmaps
   int64_t planted_ = -1;
+  bool global_rows_ = false;  // the last launch ran the global queue: Diag::instruction is a table row
 };
 
 }  // namespace mk::rt

@@ -71,6 +71,25 @@ void balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInf
     }
   descs = std::move(out);
 }
+
+// [Note: global claim order] The global queue hands out a node's rows in table order, and the IType's
+// order serves the per-SM tables (causal Attention: each head's tiles longest to shortest, so
+// consecutive SMs get a mix). Claimed in that order, the last claims are a mix too: one SM takes a
+// whole-row tile at the end while the others run out of work. So in the global table a node of
+// unequal costs goes longest first (LPT), groups of G (a cluster's ranks) kept together; the per-SM
+// tables keep their placement. H200, 2026-12-04, (16, 16, 2048, 64) causal alone: the SMs finished
+// 553 / 578 / 605 us (min / median / max) in the IType's order (benchmarks/notes.md Session 32).
+// Returns the node's groups in claim order, or nothing when every group costs the same.
+std::vector<int64_t> claim_order(const std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t G) {
+  const int64_t n = static_cast<int64_t>(descs.size()), groups = (n + G - 1) / G;
+  std::vector<double> cost(groups, 0);
+  for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
+  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};
+  std::vector<int64_t> order(groups);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
+  return order;
+}
 }  // namespace
 
 std::vector<std::vector<int64_t>> gemm_groups(const DAG& dag) {
@@ -108,6 +127,7 @@ void phase1_count_and_place(ScheduleState& st) {
   st.sched_of.assign(dag.nodes.size(), -1);
   const std::vector<std::vector<int64_t>> groups = gemm_groups(dag);
   int64_t offset = 0;
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> claims;  // per node of unequal costs: start, groups
   for (const Node& n : dag.nodes) {
     if (!n.is_compute()) continue;
     if (n.inputs.size() > kMaxSrcTensors || n.outputs.size() > kMaxDstTensors)
@@ -142,12 +162,23 @@ void phase1_count_and_place(ScheduleState& st) {
     if (pf.balance_costs == 1 ||
         (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
       balance_costs(descs, *n.itype, info, ns.start, pf.num_sms, c);
+    if (std::vector<int64_t> order = claim_order(descs, *n.itype, info, c); !order.empty())
+      claims.emplace_back(ns.start, std::move(order));
     st.sched_of[n.id] = static_cast<int>(st.prog.nodes.size());
     st.prog.nodes.push_back(std::move(ns));
     st.infos.push_back(std::move(info));
     st.descs.push_back(std::move(descs));
   }
   if (offset > INT32_MAX) fail("graph '", dag.name, "' needs ", offset, " instructions, more than int32 indices allow");
+  if (!claims.empty()) {  // [Note: global claim order]
+    const int64_t G = st.opt.cluster_size;
+    st.prog.global_order.resize(offset);
+    std::iota(st.prog.global_order.begin(), st.prog.global_order.end(), 0);
+    for (const auto& [start, order] : claims)
+      for (size_t q = 0; q < order.size(); ++q)
+        for (int64_t r = 0; r < G; ++r)
+          st.prog.global_order[start + static_cast<int64_t>(q) * G + r] = static_cast<int32_t>(start + order[q] * G + r);
+  }
 }
 
 }  // namespace mk

@@ -20,8 +20,20 @@ std::vector<int32_t> Program::table_per_sm() const {
 
 std::vector<int32_t> Program::table_global() const {
   std::vector<int32_t> t(instructions.size() * kInstructionWords);
-  std::memcpy(t.data(), instructions.data(), instructions.size() * sizeof(Instruction));
+  if (global_order.empty()) {
+    std::memcpy(t.data(), instructions.data(), instructions.size() * sizeof(Instruction));
+    return t;
+  }
+  for (size_t r = 0; r < global_order.size(); ++r)
+    std::memcpy(t.data() + r * kInstructionWords, &instructions[global_order[r]], sizeof(Instruction));
   return t;
+}
+
+int64_t Program::global_row(int64_t instruction) const {
+  if (global_order.empty()) return instruction;
+  for (size_t r = 0; r < global_order.size(); ++r)
+    if (global_order[r] == instruction) return static_cast<int64_t>(r);
+  return instruction;
 }
 
 std::string format_schedule(const Program& p) {

@@ -62,12 +62,16 @@ struct Program {
   std::vector<NodeSchedule> nodes;                  // compute nodes, in schedule order
   std::vector<Instruction> instructions;
   std::vector<int> instruction_node;                // index into nodes, -1 for padding Noops
+  // [Note: global claim order] Row r of the global queue's table holds instruction global_order[r]
+  // (empty: row r = instruction r). Only a node's own range is permuted, so rows stay topological.
+  std::vector<int32_t> global_order;
   std::vector<BarrierInfo> barriers;
   std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each phase
 
   int64_t waves() const;                            // ceil(N / num_sms)
   std::vector<int32_t> table_per_sm() const;        // [waves, num_sms, 64], tail zero-filled (Noop)
-  std::vector<int32_t> table_global() const;        // [N, 64]
+  std::vector<int32_t> table_global() const;        // [N, 64], rows in global_order
+  int64_t global_row(int64_t instruction) const;    // the global table's row holding `instruction`
 };
 
 // Runs the four phases of seed §04 on a validated DAG. Throws CompileError.

@@ -228,12 +228,6 @@ struct Attention {
     }
     const int nb = G::blocks(idx), used = min(nb, G::kStages);
     bool ok = true;
-    if (c.lane == 0)  // pages of stages no block uses
-      for (int lid = G::k_lid(used); lid < kNumPages && ok; ++lid) {
-        ok = page_wait_lane(c, lid);
-        if (ok) page_finish(c, lid);
-      }
-    if (!warp_ok(c, ok)) return;
     if (!wait_inputs(c)) return;
     constexpr bool kQ = (P::bshd & 1) != 0, kK = (P::bshd & 2) != 0, kV = (P::bshd & 4) != 0;
     // Lanes [0, kv) copy a K block's boxes, [kv, 2 kv) its V block's, [0, q) the Q tile's.
@@ -276,6 +270,13 @@ struct Attention {
         return;
     }
     if (kSplitRelease && !load_v<D, kV>(c, nb - 1, kv, vd, vmap, hk, b)) return;
+    // [Note: attention unused pages] The pages of stages no block uses pass on only now, after this
+    // instruction's own loads went out: they are the previous instruction's late releases (its row of O
+    // among them), and waiting for them first held every tile of fewer blocks than stages (a causal
+    // tile's first rows, a 1B layer's most) behind the previous one's store. H200, 2026-12-04: the
+    // consumers' head (begin -> loop start) was 4-5 us for such tiles against 1.5-2 us for the others
+    // (benchmarks/notes.md Session 32).
+    if (!release_unused(c, G::k_lid(used))) return;
     // Drain: as each stage's last block is consumed, free its pages.
     if (c.lane == 0)
       for (int kb = max(nb - G::kStages, 0); kb < nb && ok; ++kb) {
