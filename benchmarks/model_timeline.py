@@ -55,12 +55,13 @@ def report(name, program, slots, options):
     t = t.cpu()
     if os.environ.get("MK_TIMELINE_DUMP"):  # raw data for offline analysis: events, instruction table, nodes
         os.makedirs(os.environ["MK_TIMELINE_DUMP"], exist_ok=True)
-        torch.save({"timeline": t, "table": torch.from_numpy(program.table_global().copy()),
+        # The words in instruction order (the per-SM table's rows; the global one is in claim order).
+        torch.save({"timeline": t, "table": torch.from_numpy(program.table_per_sm().reshape(-1, 64)[:n].copy()),
                     "node_of": list(program.instruction_node), "num_sms": program.num_sms,
                     "nodes": [(x.name, x.itype) for x in program.nodes]},
                    os.path.join(os.environ["MK_TIMELINE_DUMP"], name.replace(":", "_") + ".pt"))
     real = (t[:, STORE_END] > 0).nonzero().flatten().tolist()
-    table = program.table_global()
+    table = program.table_per_sm().reshape(-1, 64)  # row i = instruction i (per_sm launches: timeline row i)
     node_of = list(program.instruction_node)  # -1: Noop padding
     gemm_rows = [i for i in real if node_of[i] >= 0 and program.nodes[node_of[i]].itype.startswith("Gemm")
                  and int(table[i][7 + 12]) & 0xffff > 0]

@@ -142,7 +142,7 @@ def test_causal_tiles_are_balanced_over_the_sms(cluster_size, S, D):
 
 @pytest.mark.parametrize("num_sms,balanced", [(16, True), (8, True), (4, False)])
 def test_balance_costs_auto_balances_nodes_of_few_instructions_per_sm(num_sms, balanced):
-    """Profile.balance_costs = 2 (h200's default): a node of at most 2 instructions per SM is placed as with 1
+    """Profile.balance_costs = 2: a node of at most 2 instructions per SM is placed as with 1
     (balanced), a larger one as with 0 (the IType's order). 16 causal tiles (2 heads x 8 q tiles, cluster 1)
     are 1, 2 and 4 per SM on 16, 8 and 4 SMs."""
     from test_gpu_kernels import program_for

@@ -37,11 +37,12 @@ struct Profile {
   bool attn_pair_tiles = false;
   // K/V rows are read in whole blocks of attn_kv_block (the device's kv block; 1 = exactly [0, kv_end)).
   int attn_kv_block = 128;
-  // 1: a node's instructions of unequal IType::cost are spread over the SMs by it (causal Attention;
+  // 1 (h200): a node's instructions of unequal IType::cost are spread over the SMs by it (causal Attention;
   // src/schedule/phase1_place.cpp [Note: cost-balanced placement]); 0: they keep the IType's order;
-  // 2 (h200): only nodes of at most kBalanceMaxPerSm instructions per SM, where the IType's order leaves
-  // the largest imbalance (benchmarks/notes.md Session 23: HF 1B, 2 tiles per SM, device time 5.261 ->
-  // 5.128 ms; HF 8B, 4 per SM, 6.780 -> 6.771 ms and 6.479 -> 6.516 in Session 20).
+  // 2: only nodes of at most kBalanceMaxPerSm instructions per SM (benchmarks/notes.md Session 23: HF 1B,
+  // 2 tiles per SM, device time 5.261 -> 5.128 ms). Every node since Session 32 (H200, 2026-12-04): causal
+  // SDPA (16, 16, 2048, D) per_sm 359 -> 420 TFLOP/s at D 128, 209 -> 257 at D 64; HF 8B 6.626 / 6.733 ms
+  // with 2 against 6.599 / 6.571 with 1 (alternating; Sessions 20 and 23 saw no difference either way).
   int balance_costs = 0;
   static constexpr int kBalanceMaxPerSm = 2;
 

@@ -32,11 +32,11 @@ bool same_rows(const Edge& a, const Edge& b) {
 // cost so far, and each slot runs its share shortest first. Instructions of one node never wait for each
 // other, so any order is valid. With the per-head order (longest to shortest tile of each head, round
 // robin) an 8B layer's 512 causal tiles gave one SM 40 key blocks against 33 on average.
-// Profile::balance_costs = 2 (h200's) balances only nodes of at most two instructions per SM: there the
-// IType's order is most uneven (an HF 1B layer, 256 tiles: 12 key blocks on some SMs, 9 on average) and
-// balancing measured faster (device time 5.261 -> 5.128 ms); an 8B layer's 512 tiles were no faster
-// balanced (6.780 -> 6.771 ms, Session 20 6.479 -> 6.516; longest first on every SM: ~20 us slower per
-// layer). benchmarks/notes.md Sessions 20 and 23.
+// Profile::balance_costs = 1 (h200's) balances every such node: an HF 1B layer (256 tiles: 12 key blocks
+// on some SMs, 9 on average; device time 5.261 -> 5.128 ms balanced), causal SDPA alone ((16, 16, 2048,
+// 128) per_sm 359 -> 420 TFLOP/s), an 8B layer's 512 tiles (6.63 / 6.73 -> 6.60 / 6.57 ms; Sessions 20 and
+// 23 saw no difference; longest first on every SM: ~20 us slower per layer). 2 balances only nodes of at
+// most two instructions per SM. benchmarks/notes.md Sessions 20, 23 and 32.
 void balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t start,
                    int64_t num_sms, int64_t G) {
   const int64_t n = static_cast<int64_t>(descs.size());
