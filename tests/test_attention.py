@@ -182,31 +182,48 @@ def test_balance_costs_from_the_profile_env_matches_eager(monkeypatch):
 
 
 @pytest.mark.parametrize("cluster_size", [1, 2])
-def test_global_queue_claims_causal_tiles_longest_first(cluster_size):
-    """[Note: global claim order] (src/schedule/phase1_place.cpp): the global queue's table holds a causal
-    Attention node's tiles longest first (its rows a permutation of the node's own instructions, a cluster's
-    ranks side by side), while the per-SM order stays the IType's (each head's tiles longest to shortest)."""
+@pytest.mark.parametrize("balance", [0, 1])
+def test_global_queue_claims_causal_tiles_longest_first(cluster_size, balance):
+    """[Note: global claim order] (src/schedule/phase1_place.cpp): the global queue's table takes a causal
+    Attention node's tiles in chunks of 2 x SMs / G cluster groups of the IType's order (each head's tiles
+    longest to shortest; the remainder joins the last chunk), each chunk longest first: its rows a
+    permutation of the node's own instructions, a cluster's ranks side by side, whatever the per-SM
+    placement (balance_costs)."""
     from test_gpu_kernels import program_for
 
     def fn(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    p = program_for(fn, [(2, 4, 2048, 64)] * 3, cluster_size=cluster_size, num_sms=8, balance_costs=0)
+    num_sms, G = 8, cluster_size
+    p = program_for(fn, [(2, 4, 1024 + 128 * G, 64)] * 3, cluster_size=G, num_sms=num_sms, balance_costs=balance)
     node = next(n for n in p.nodes if n.itype.startswith("Attention"))
     order = list(p.global_order)
     rows = order[node.start:node.start + node.padded]
     assert sorted(rows) == list(range(node.start, node.start + node.padded))
     assert order[:node.start] == list(range(node.start))
-    G = cluster_size
-    pair_end = [max(p.instruction(rows[q + r])["indices"][5] for r in range(G)) for q in range(0, len(rows), G)]
-    assert pair_end == sorted(pair_end, reverse=True) and pair_end[0] > pair_end[-1]
-    assert all(rows[q] % G == 0 and rows[q + 1] == rows[q] + 1 for q in range(0, len(rows), G)) if G == 2 else True
-    table = p.table_global()
+    if G == 2:
+        assert all(rows[q] % 2 == 0 and rows[q + 1] == rows[q] + 1 for q in range(0, len(rows), 2))
+    tile = lambda i: tuple(p.instruction(i)["indices"][:7])  # noqa: E731
+    groups = [max((tile(rows[q + r]) for r in range(G)), key=lambda t: t[5]) for q in range(0, len(rows), G)]
+    chunk = 2 * num_sms // G
+    bounds = [0]
+    while len(groups) - bounds[-1] >= 2 * chunk:
+        bounds.append(bounds[-1] + chunk)
+    bounds.append(len(groups))
+    assert len(bounds) > 2  # several chunks, the last one longer
+    # The IType's order, cluster group by group (balance_costs = 0 keeps it in the list).
+    ref = program_for(fn, [(2, 4, 1024 + 128 * G, 64)] * 3, cluster_size=G, num_sms=num_sms, balance_costs=0)
+    rnode = next(n for n in ref.nodes if n.itype.startswith("Attention"))
+    own = [max((tuple(ref.instruction(rnode.start + q + r)["indices"][:7]) for r in range(G)), key=lambda t: t[5])
+           for q in range(0, rnode.padded, G)]
+    for a, b in zip(bounds, bounds[1:]):
+        ends = [t[5] for t in groups[a:b]]
+        assert ends == sorted(ends, reverse=True)  # longest first within the chunk
+        assert sorted(groups[a:b]) == sorted(own[a:b])  # the IType's consecutive groups
+    assert [t[5] for t in groups] != sorted((t[5] for t in groups), reverse=True)  # not wholly longest first
+    table, per_sm = p.table_global(), p.table_per_sm().reshape(-1, 64)
     for r in (node.start, node.start + 1, node.start + node.padded - 1):
-        assert list(table[r]) == list(p.table_per_sm().reshape(-1, 64)[order[r]])
-    # The IType's order (per-SM placement, balance_costs = 0) is not already longest first.
-    own = [p.instruction(i)["indices"][5] for i in range(node.start, node.start + node.count)]
-    assert own != sorted(own, reverse=True)
+        assert list(table[r]) == list(per_sm[order[r]])
 
 
 def test_global_queue_causal_matches_eager_under_interleavings(monkeypatch):

@@ -37,14 +37,16 @@ bool same_rows(const Edge& a, const Edge& b) {
 // 128) per_sm 359 -> 420 TFLOP/s), an 8B layer's 512 tiles (6.63 / 6.73 -> 6.60 / 6.57 ms; Sessions 20 and
 // 23 saw no difference; longest first on every SM: ~20 us slower per layer). 2 balances only nodes of at
 // most two instructions per SM. benchmarks/notes.md Sessions 20, 23 and 32.
-void balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t start,
-                   int64_t num_sms, int64_t G) {
+// Returns where each group went (group g of the IType's order now at position pos[g]), or nothing when
+// the order was kept.
+std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info,
+                                   int64_t start, int64_t num_sms, int64_t G) {
   const int64_t n = static_cast<int64_t>(descs.size());
-  if (G < 1 || n % G != 0 || start % G != 0 || num_sms % G != 0) return;
+  if (G < 1 || n % G != 0 || start % G != 0 || num_sms % G != 0) return {};
   const int64_t groups = n / G, slots = num_sms / G;
   std::vector<double> cost(groups, 0);
   for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
-  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return;  // uniform
+  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};  // uniform
   std::vector<int64_t> order(groups);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
@@ -64,30 +66,42 @@ void balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInf
   // the long tiles waiting on them went first on every SM and an 8B layer's attention took ~20 us longer
   // (benchmarks/notes.md Session 20).
   std::vector<InstrDesc> out(n);
+  std::vector<int64_t> pos(groups);
   for (int64_t c = 0; c < slots; ++c)
     for (size_t j = 0; j < mine[c].size(); ++j) {
       const int64_t g = mine[c][mine[c].size() - 1 - j], q = free_pos[c][free_pos[c].size() - 1 - j];
       for (int64_t r = 0; r < G; ++r) out[q * G + r] = std::move(descs[g * G + r]);
+      pos[g] = q;
     }
   descs = std::move(out);
+  return pos;
 }
 
-// [Note: global claim order] The global queue hands out a node's rows in table order, and the IType's
-// order serves the per-SM tables (causal Attention: each head's tiles longest to shortest, so
-// consecutive SMs get a mix). Claimed in that order, the last claims are a mix too: one SM takes a
-// whole-row tile at the end while the others run out of work. So in the global table a node of
-// unequal costs goes longest first (LPT), groups of G (a cluster's ranks) kept together; the per-SM
-// tables keep their placement. H200, 2026-12-04, (16, 16, 2048, 64) causal alone: the SMs finished
-// 553 / 578 / 605 us (min / median / max) in the IType's order (benchmarks/notes.md Session 32).
-// Returns the node's groups in claim order, or nothing when every group costs the same.
-std::vector<int64_t> claim_order(const std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t G) {
+// [Note: global claim order] The global queue hands out a node's rows in table order. In the IType's order
+// (causal Attention: each head's tiles longest to shortest) the last claims are a mix: one SM takes a
+// whole-row tile at the end while the others run out of work. Wholly longest first (LPT) fixes the end but
+// runs 132 heads at once, whose K / V no longer share L2. So the global table takes the IType's order in
+// chunks of about two waves (2 x SMs / G groups; the remainder joins the last chunk) and each chunk
+// longest first: at most a few heads' K / V in flight, and the last chunk ends on its shortest tiles. A
+// cluster's ranks stay together; the per-SM tables keep their placement. H200, 2026-12-04, causal SDPA,
+// global queue (benchmarks/notes.md Session 32): (16, 16, 2048, 64) the SMs finished at 553 / 578 / 605 us
+// (min / median / max) in the IType's order, 491 / 494 / 499 wholly longest first (233 -> 276 TFLOP/s);
+// but (4, 32, 8192, 128) fell 512 -> 430 wholly longest first, its K / V streamed from HBM.
+// Returns the node's groups (IType order) in claim order, or nothing when every group costs the same.
+std::vector<int64_t> claim_order(const std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t G,
+                                 int64_t num_sms) {
   const int64_t n = static_cast<int64_t>(descs.size()), groups = (n + G - 1) / G;
   std::vector<double> cost(groups, 0);
   for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
   if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};
   std::vector<int64_t> order(groups);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
+  const int64_t chunk = std::max<int64_t>(1, 2 * num_sms / G);
+  for (int64_t a = 0; a < groups; a += chunk) {
+    const int64_t b = groups - a < 2 * chunk ? groups : a + chunk;  // the remainder joins the last chunk
+    std::stable_sort(order.begin() + a, order.begin() + b, [&](int64_t x, int64_t y) { return cost[x] > cost[y]; });
+    if (b == groups) break;
+  }
   return order;
 }
 }  // namespace
@@ -159,11 +173,14 @@ void phase1_count_and_place(ScheduleState& st) {
       descs.push_back(std::move(d));
     }
     const Profile& pf = st.opt.profile;
+    // The claim order is taken on the IType's order (heads whole), then follows the groups' moves.
+    std::vector<int64_t> order = claim_order(descs, *n.itype, info, c, pf.num_sms), pos;
     if (pf.balance_costs == 1 ||
         (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
-      balance_costs(descs, *n.itype, info, ns.start, pf.num_sms, c);
-    if (std::vector<int64_t> order = claim_order(descs, *n.itype, info, c); !order.empty())
-      claims.emplace_back(ns.start, std::move(order));
+      pos = balance_costs(descs, *n.itype, info, ns.start, pf.num_sms, c);
+    if (!order.empty() && !pos.empty())
+      for (int64_t& g : order) g = pos[g];
+    if (!order.empty()) claims.emplace_back(ns.start, std::move(order));
     st.sched_of[n.id] = static_cast<int>(st.prog.nodes.size());
     st.prog.nodes.push_back(std::move(ns));
     st.infos.push_back(std::move(info));
