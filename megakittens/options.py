@@ -20,7 +20,8 @@ _OVERRIDE_RANGES = {
     "gemm_split_chain_steps": (lambda v: 0 <= v <= 1000, "from 0 to 1000"),
     "rms_norm_pages": (lambda v: 1 <= v <= 3, "1, 2 or 3"),
     "rms_norm_balance": (lambda v: v in (0, 1), "0 (uniform row tiles) or 1 (balanced over the SMs)"),
-    "balance_costs": (lambda v: v in (0, 1, 2), "0 (off), 1 (every node) or 2 (nodes of at most 2 instructions per SM)"),
+    "balance_costs": (lambda v: v in (0, 1, 2, 3),
+                      "0 (off), 1 (every node), 2 (nodes of at most 2 instructions per SM) or 3 (every node, in chunks of two waves)"),
 }
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")

@@ -182,6 +182,65 @@ def test_balance_costs_from_the_profile_env_matches_eager(monkeypatch):
 
 
 @pytest.mark.parametrize("cluster_size", [1, 2])
+def test_balance_costs_in_chunks_keeps_heads_together(cluster_size):
+    """Profile.balance_costs = 3 ([Note: cost-balanced placement]): each chunk of two waves of the IType's
+    order (2 x SMs / G cluster groups, the remainder in the last) is dealt over its own positions, so the
+    per-SM tables run a few heads at a time, yet the SMs' sums stay within 15% of the mean as with 1 (the
+    slots' loads carry over from chunk to chunk); a node of one chunk is placed exactly as with 1."""
+    import collections
+
+    from test_gpu_kernels import program_for
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    G, num_sms = cluster_size, 8
+    shapes = [(2, 4, 2048, 64)] * 3  # 8 heads x 16 q tiles: 128 tiles, several chunks
+
+    def groups_of(p):
+        node = next(n for n in p.nodes if n.itype.startswith("Attention"))
+        return node, [tuple(tuple(p.instruction(node.start + q + r)["indices"][:7]) for r in range(G))
+                      for q in range(0, node.padded, G)]
+
+    _, own = groups_of(program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=0))
+    node, placed = groups_of(program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=3))
+    _, flat = groups_of(program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=1))
+    chunk = 2 * num_sms // G
+    bounds = [0]
+    while len(own) - bounds[-1] >= 2 * chunk:
+        bounds.append(bounds[-1] + chunk)
+    bounds.append(len(own))
+    assert len(bounds) > 3
+    for a, b in zip(bounds, bounds[1:]):  # a chunk's positions hold that chunk's groups, so its few heads
+        assert sorted(placed[a:b]) == sorted(own[a:b])
+        assert len({t[0][:2] for t in placed[a:b]}) <= (b - a) * G // 16 + 1
+    assert placed != flat  # unlike 1, which deals the whole node at once (all heads side by side)
+    load = collections.Counter()
+    for q, grp in enumerate(placed):
+        load[(node.start // G + q) % (num_sms // G)] += max(t[5] for t in grp) + 128
+    mean = sum(load.values()) / len(load)
+    assert max(load.values()) <= 1.15 * mean, (max(load.values()), mean)
+    # One chunk (2 heads x 8 q tiles on 8 SMs): placed exactly as with 1.
+    one = [(1, 2, 1024, 64)] * 3
+    assert groups_of(program_for(fn, one, cluster_size=G, num_sms=num_sms, balance_costs=3))[1] == \
+        groups_of(program_for(fn, one, cluster_size=G, num_sms=num_sms, balance_costs=1))[1]
+
+
+def test_balance_costs_in_chunks_matches_eager(monkeypatch):
+    """MEGAKITTENS_PROFILE=balance_costs=3 reaches a compiled causal SDPA of several chunks (CPU interpreter,
+    per-SM tables and the global queue): it matches eager."""
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", "balance_costs=3")
+    args = [randn(2, 8, 384, 64) for _ in range(3)]
+    for global_queue in (False, True):
+        torch._dynamo.reset()
+        check_close(megakittens.compile(fn, global_work_queue=global_queue)(*args), fn(*args))
+        assert mk_backend.dispatchers[-1].program.profile.balance_costs == 3
+
+
+@pytest.mark.parametrize("cluster_size", [1, 2])
 @pytest.mark.parametrize("balance", [0, 1])
 def test_global_queue_claims_causal_tiles_longest_first(cluster_size, balance):
     """[Note: global claim order] (src/schedule/phase1_place.cpp): the global queue's table takes a causal

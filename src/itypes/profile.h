@@ -43,6 +43,7 @@ struct Profile {
   // 2 tiles per SM, device time 5.261 -> 5.128 ms). Every node since Session 32 (H200, 2026-12-04): causal
   // SDPA (16, 16, 2048, D) per_sm 359 -> 420 TFLOP/s at D 128, 209 -> 257 at D 64; HF 8B 6.626 / 6.733 ms
   // with 2 against 6.599 / 6.571 with 1 (alternating; Sessions 20 and 23 saw no difference either way).
+  // 3: as 1, chunk by chunk of two waves, so that few heads run side by side (not yet measured).
   int balance_costs = 0;
   static constexpr int kBalanceMaxPerSm = 2;
 

@@ -25,6 +25,17 @@ bool same_rows(const Edge& a, const Edge& b) {
   return x == y;
 }
 
+// A node's `groups` cluster groups (IType order) cut into chunks of about two waves, 2 x num_sms / G
+// groups; the remainder joins the last chunk, which so holds between one and two chunks' worth. Returns
+// the boundaries, 0 first and `groups` last.
+std::vector<int64_t> chunk_bounds(int64_t groups, int64_t num_sms, int64_t G) {
+  const int64_t chunk = std::max<int64_t>(1, 2 * num_sms / G);
+  std::vector<int64_t> b{0};
+  while (groups - b.back() >= 2 * chunk) b.push_back(b.back() + chunk);
+  b.push_back(groups);
+  return b;
+}
+
 // [Note: cost-balanced placement] Instruction k of a node runs on SM (start + k) % S (per-SM queues, seed
 // §07), so the node's own order decides each SM's share. When its IType rates the instructions
 // unequally (causal Attention: a tile's cost grows with its last key), the groups of G instructions (a
@@ -37,42 +48,51 @@ bool same_rows(const Edge& a, const Edge& b) {
 // 128) per_sm 359 -> 420 TFLOP/s), an 8B layer's 512 tiles (6.63 / 6.73 -> 6.60 / 6.57 ms; Sessions 20 and
 // 23 saw no difference; longest first on every SM: ~20 us slower per layer). 2 balances only nodes of at
 // most two instructions per SM. benchmarks/notes.md Sessions 20, 23 and 32.
+// 3 balances every such node chunk by chunk (`chunk_bounds`: the IType's order in chunks of about two
+// waves, each dealt over its own positions, the slots' loads carried from chunk to chunk), so the SMs
+// run tiles of a few heads at any time: at (4, 32, 8192, 128) causal, 1 ran 132 heads side by side and
+// per_sm fell 495 -> 478 TFLOP/s (their K / V no longer share L2). Nodes of one chunk (an HF 1B or 8B
+// layer) are placed as with 1. Not yet measured on the GPU (benchmarks/notes.md Session 32).
 // Returns where each group went (group g of the IType's order now at position pos[g]), or nothing when
 // the order was kept.
 std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info,
-                                   int64_t start, int64_t num_sms, int64_t G) {
+                                   int64_t start, int64_t num_sms, int64_t G, bool chunked) {
   const int64_t n = static_cast<int64_t>(descs.size());
   if (G < 1 || n % G != 0 || start % G != 0 || num_sms % G != 0) return {};
   const int64_t groups = n / G, slots = num_sms / G;
   std::vector<double> cost(groups, 0);
   for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
   if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};  // uniform
-  std::vector<int64_t> order(groups);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
-  // Group position q (0-based within the node) runs on cluster slot (start / G + q) % slots.
-  std::vector<std::vector<int64_t>> free_pos(slots);
-  for (int64_t q = groups - 1; q >= 0; --q) free_pos[(start / G + q) % slots].push_back(q);  // earliest last
   std::vector<double> load(slots, 0);
-  std::vector<std::vector<int64_t>> mine(slots);  // per slot: its groups, longest first
-  for (int64_t g : order) {
-    int64_t best = -1;
-    for (int64_t c = 0; c < slots; ++c)
-      if (mine[c].size() < free_pos[c].size() && (best < 0 || load[c] < load[best])) best = c;
-    mine[best].push_back(g);
-    load[best] += cost[g];
-  }
-  // On each slot the shortest group first: a causal tile's last keys are the inputs that come last, so
-  // the long tiles waiting on them went first on every SM and an 8B layer's attention took ~20 us longer
-  // (benchmarks/notes.md Session 20).
   std::vector<InstrDesc> out(n);
   std::vector<int64_t> pos(groups);
-  for (int64_t c = 0; c < slots; ++c)
-    for (size_t j = 0; j < mine[c].size(); ++j) {
-      const int64_t g = mine[c][mine[c].size() - 1 - j], q = free_pos[c][free_pos[c].size() - 1 - j];
-      for (int64_t r = 0; r < G; ++r) out[q * G + r] = std::move(descs[g * G + r]);
-      pos[g] = q;
+  const std::vector<int64_t> bounds = chunked ? chunk_bounds(groups, num_sms, G) : std::vector<int64_t>{0, groups};
+  for (size_t k = 0; k + 1 < bounds.size(); ++k) {  // chunk [a, b): its groups go to its positions
+    const int64_t a = bounds[k], b = bounds[k + 1];
+    std::vector<int64_t> order(b - a);
+    std::iota(order.begin(), order.end(), a);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return cost[x] > cost[y]; });
+    // Group position q (0-based within the node) runs on cluster slot (start / G + q) % slots.
+    std::vector<std::vector<int64_t>> free_pos(slots);
+    for (int64_t q = b - 1; q >= a; --q) free_pos[(start / G + q) % slots].push_back(q);  // earliest last
+    std::vector<std::vector<int64_t>> mine(slots);  // per slot: its groups, longest first
+    for (int64_t g : order) {
+      int64_t best = -1;
+      for (int64_t c = 0; c < slots; ++c)
+        if (mine[c].size() < free_pos[c].size() && (best < 0 || load[c] < load[best])) best = c;
+      mine[best].push_back(g);
+      load[best] += cost[g];
     }
+    // On each slot the shortest group first: a causal tile's last keys are the inputs that come last, so
+    // the long tiles waiting on them went first on every SM and an 8B layer's attention took ~20 us
+    // longer (benchmarks/notes.md Session 20).
+    for (int64_t c = 0; c < slots; ++c)
+      for (size_t j = 0; j < mine[c].size(); ++j) {
+        const int64_t g = mine[c][mine[c].size() - 1 - j], q = free_pos[c][free_pos[c].size() - 1 - j];
+        for (int64_t r = 0; r < G; ++r) out[q * G + r] = std::move(descs[g * G + r]);
+        pos[g] = q;
+      }
+  }
   descs = std::move(out);
   return pos;
 }
@@ -96,12 +116,10 @@ std::vector<int64_t> claim_order(const std::vector<InstrDesc>& descs, const ITyp
   if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};
   std::vector<int64_t> order(groups);
   std::iota(order.begin(), order.end(), 0);
-  const int64_t chunk = std::max<int64_t>(1, 2 * num_sms / G);
-  for (int64_t a = 0; a < groups; a += chunk) {
-    const int64_t b = groups - a < 2 * chunk ? groups : a + chunk;  // the remainder joins the last chunk
-    std::stable_sort(order.begin() + a, order.begin() + b, [&](int64_t x, int64_t y) { return cost[x] > cost[y]; });
-    if (b == groups) break;
-  }
+  const std::vector<int64_t> bounds = chunk_bounds(groups, num_sms, G);
+  for (size_t k = 0; k + 1 < bounds.size(); ++k)
+    std::stable_sort(order.begin() + bounds[k], order.begin() + bounds[k + 1],
+                     [&](int64_t x, int64_t y) { return cost[x] > cost[y]; });
   return order;
 }
 }  // namespace
@@ -175,9 +193,9 @@ void phase1_count_and_place(ScheduleState& st) {
     const Profile& pf = st.opt.profile;
     // The claim order is taken on the IType's order (heads whole), then follows the groups' moves.
     std::vector<int64_t> order = claim_order(descs, *n.itype, info, c, pf.num_sms), pos;
-    if (pf.balance_costs == 1 ||
+    if (pf.balance_costs == 1 || pf.balance_costs == 3 ||
         (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
-      pos = balance_costs(descs, *n.itype, info, ns.start, pf.num_sms, c);
+      pos = balance_costs(descs, *n.itype, info, ns.start, pf.num_sms, c, pf.balance_costs == 3);
     if (!order.empty() && !pos.empty())
       for (int64_t& g : order) g = pos[g];
     if (!order.empty()) claims.emplace_back(ns.start, std::move(order));
