@@ -93,10 +93,16 @@ def _save_picture(data: dict, stem: Path) -> None:
 
 def save_schedule(program: Any, name: str, number: int, global_work_queue: bool = False) -> Path:
     """Write <name>.<NN>.schedule.txt: a line naming the launch's work queue, then program.format() (tensor
-    table, one line per instruction). The instructions are the same under both queues; only the per-SM
-    tables' queue runs instruction i on SM i % num_sms as its (i / num_sms)-th, the column sm.iter."""
-    queue = ("global: instructions claimed in index order by whichever SM is free (sm.iter unused)"
+    table, one line per instruction). The instructions are the same under both queues; the per-SM tables'
+    queue runs instruction i on SM i % num_sms as its (i / num_sms)-th, the column sm.iter; the global
+    queue hands them out in program.global_order (src/schedule/phase1_place.cpp [Note: global claim
+    order]), listed on a second line when it is not the index order."""
+    queue = ("global: instructions claimed in claim order by whichever SM is free (sm.iter unused)"
              if global_work_queue else "per-SM tables: instruction i runs on SM sm as its iter-th (sm.iter)")
+    head = f"# work queue {queue}\n"
+    order = list(program.global_order)
+    if global_work_queue and order != list(range(len(order))):
+        head += "# claim order (instructions, first claimed first): " + " ".join(map(str, order)) + "\n"
     path = log_path(name, number, "schedule.txt")
-    path.write_text(f"# work queue {queue}\n" + program.format())
+    path.write_text(head + program.format())
     return path

@@ -299,3 +299,24 @@ def test_global_queue_causal_matches_eager_under_interleavings(monkeypatch):
     check_interleavings(fn, [randn(1, 2, 640, 64) for _ in range(3)], global_work_queue=True, cluster_size=1, seeds=4)
     p = mk_backend.dispatchers[-1].program
     assert list(p.global_order) != list(range(p.num_instructions))
+
+
+def test_save_schedule_lists_the_claim_order(tmp_path, monkeypatch):
+    """save_schedule under the global queue names the claim order when it is not the index order (a causal
+    SDPA of several chunks), and leaves the line out for the per-SM tables."""
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    monkeypatch.setenv("MEGAKITTENS_LOG_DIR", str(tmp_path))
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", "balance_costs=0")
+    args = [randn(1, 4, 1024, 64) for _ in range(3)]
+    texts = []
+    for global_queue in (True, False):
+        torch._dynamo.reset()
+        megakittens.compile(fn, save_schedule=True, global_work_queue=global_queue)(*args)
+        newest = max(tmp_path.glob("*.schedule.txt"), key=lambda p: p.stat().st_mtime_ns)
+        texts.append(newest.read_text().splitlines())
+    p = mk_backend.dispatchers[-1].program
+    claims = [ln for ln in texts[0] if ln.startswith("# claim order")]
+    assert len(claims) == 1 and [int(x) for x in claims[0].split(":")[1].split()] == list(p.global_order)
+    assert not any(ln.startswith("# claim order") for ln in texts[1])

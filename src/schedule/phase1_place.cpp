@@ -25,6 +25,17 @@ bool same_rows(const Edge& a, const Edge& b) {
   return x == y;
 }
 
+// The cost of each group of G instructions (a cluster's ranks): its costliest; empty when all groups cost
+// the same (nothing to order).
+std::vector<double> group_costs(const std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info,
+                                int64_t G) {
+  const int64_t n = static_cast<int64_t>(descs.size());
+  std::vector<double> cost((n + G - 1) / G, 0);
+  for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
+  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};
+  return cost;
+}
+
 // A node's `groups` cluster groups (IType order) cut into chunks of about two waves, 2 x num_sms / G
 // groups; the remainder joins the last chunk, which so holds between one and two chunks' worth. Returns
 // the boundaries, 0 first and `groups` last.
@@ -60,9 +71,8 @@ std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const IType& i
   const int64_t n = static_cast<int64_t>(descs.size());
   if (G < 1 || n % G != 0 || start % G != 0 || num_sms % G != 0) return {};
   const int64_t groups = n / G, slots = num_sms / G;
-  std::vector<double> cost(groups, 0);
-  for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
-  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};  // uniform
+  const std::vector<double> cost = group_costs(descs, it, info, G);
+  if (cost.empty()) return {};  // uniform
   std::vector<double> load(slots, 0);
   std::vector<InstrDesc> out(n);
   std::vector<int64_t> pos(groups);
@@ -110,10 +120,9 @@ std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const IType& i
 // Returns the node's groups (IType order) in claim order, or nothing when every group costs the same.
 std::vector<int64_t> claim_order(const std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t G,
                                  int64_t num_sms) {
-  const int64_t n = static_cast<int64_t>(descs.size()), groups = (n + G - 1) / G;
-  std::vector<double> cost(groups, 0);
-  for (int64_t i = 0; i < n; ++i) cost[i / G] = std::max(cost[i / G], it.cost(info, descs[i]));
-  if (std::all_of(cost.begin(), cost.end(), [&](double c) { return c == cost[0]; })) return {};
+  const std::vector<double> cost = group_costs(descs, it, info, G);
+  if (cost.empty()) return {};
+  const int64_t groups = static_cast<int64_t>(cost.size());
   std::vector<int64_t> order(groups);
   std::iota(order.begin(), order.end(), 0);
   const std::vector<int64_t> bounds = chunk_bounds(groups, num_sms, G);
