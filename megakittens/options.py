@@ -62,18 +62,26 @@ class Options:
         import os  # noqa: PLC0415
         from megakittens import _C  # noqa: PLC0415
         p = _C.Profile.by_name(*self.profile_args())
+        seen = {}
         for item in filter(None, (s.strip() for s in os.environ.get("MEGAKITTENS_PROFILE", "").split(","))):
             key, _, value = item.partition("=")
             if key not in PROFILE_OVERRIDES or not value.lstrip("-").isdigit():
                 raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {item!r} must be <field>=<int> with field "
                                  f"one of {', '.join(PROFILE_OVERRIDES)}")
+            if key in seen:
+                raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {item!r}: {key} is already set by "
+                                 f"{seen[key]!r}; give each field once")
+            seen[key] = item
             ok, what = _OVERRIDE_RANGES[key]
             if not ok(int(value)):
                 raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {item!r}: {key} must be {what}, got {int(value)}")
             setattr(p, key, int(value))
         if p.gemm_n_narrow > p.gemm_n:
-            raise ValueError(f"megakittens: MEGAKITTENS_PROFILE: gemm_n_narrow ({p.gemm_n_narrow}) must not exceed "
-                             f"gemm_n ({p.gemm_n})")
+            given = " and ".join(repr(seen[k]) for k in ("gemm_n", "gemm_n_narrow") if k in seen)
+            raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {given}: gemm_n_narrow ({p.gemm_n_narrow}"
+                             f"{'' if 'gemm_n_narrow' in seen else f', the {p.name} profile default'}) must not "
+                             f"exceed gemm_n ({p.gemm_n}{'' if 'gemm_n' in seen else f', the {p.name} default'}); "
+                             f"set gemm_n_narrow=0 (no narrow tiles) or at most gemm_n")
         return p
 
     def profile_args(self) -> tuple[str, int]:

@@ -445,9 +445,14 @@ def test_cpu_interpreter_refuses_graphs_larger_than_host_memory(monkeypatch):
 
 
 def test_sdpa_dropout_error_names_the_cause():
+    """SDPA with dropout_p > 0 or 3-D operands reaches the backend decomposed (a softmax): the error names
+    what the graph shows of the cause, the random draw's node or the scores' shape."""
     q = randn(1, 2, 16, 64)
-    with pytest.raises(Exception, match=r"_safe_softmax.*dropout_p > 0"):
+    with pytest.raises(Exception, match=r"_safe_softmax.*draws random numbers \(node 'native_dropout'.*dropout_p=0"):
         megakittens.compile(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1))(q)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"_safe_softmax.*scores have shape \[2, 16, 16\], not 4-D"):
+        megakittens.compile(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q))(q[0])
 
 
 def test_softmax_error_names_the_model_code_too():

@@ -362,7 +362,7 @@ def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
     assert _gemm_itypes() == ["Gemm"]
     for bad in ("num_sms=4", "gemm_split_k=two", "gemm_split_k", "gemm_n=0", "gemm_n=-5", "gemm_n=7",
                 "gemm_split_k=-3", "rms_norm_pages=-1", "rms_norm_pages=4", "gemm_split_chain_steps=-1",
-                "gemm_n_narrow=96", "balance_costs=4"):
+                "gemm_n_narrow=96", "balance_costs=4", "balance_costs=1,balance_costs=0", "gemm_n=64"):
         monkeypatch.setenv("MEGAKITTENS_PROFILE", bad)
         torch._dynamo.reset()
         with pytest.raises(Exception, match="MEGAKITTENS_PROFILE entry"):
@@ -372,7 +372,8 @@ def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
 def test_megakittens_fuse_env_is_validated(monkeypatch):
     """MEGAKITTENS_FUSE (src/trace/fuse_switches.h) takes gemm_rope / no_gemm_rope / gemm_rms / no_gemm_rms,
     comma-joined, matched whole: an unknown entry (a near miss that a substring test would have read as
-    gemm_rope) or a switch set both ways is a ValueError naming it; the accepted ones still compile."""
+    gemm_rope) or a switch set both ways is a ValueError naming it, on any graph (this one has no Rope); the
+    accepted ones still compile."""
     fn = lambda a, b: a @ b  # noqa: E731
     args = [randn(128, 256, scale=256 ** -0.5), randn(256, 128)]
     for good in ("gemm_rms", "no_gemm_rope, gemm_rms", ""):
@@ -380,7 +381,8 @@ def test_megakittens_fuse_env_is_validated(monkeypatch):
         torch._dynamo.reset()
         check_close(megakittens.compile(fn)(*args), fn(*args))
     for bad, why in (("bogus", "'bogus' is not one of"), ("gemm_rope_off", "'gemm_rope_off' is not one of"),
-                     ("gemm_rms,no_gemm_rms", "sets gemm_rms both on and off")):
+                     ("gemm_rms,no_gemm_rms", "sets gemm_rms both on and off"),
+                     ("gemm_rope, no_gemm_rope", "sets gemm_rope both on and off")):  # a graph without Rope too
         monkeypatch.setenv("MEGAKITTENS_FUSE", bad)
         torch._dynamo.reset()
         with pytest.raises(Exception, match="MEGAKITTENS_FUSE.*" + why):

@@ -10,7 +10,8 @@ namespace mk {
 std::optional<bool> fuse_switch(const std::string& name) {
   const char* env = std::getenv("MEGAKITTENS_FUSE");
   const std::string list = env ? env : "";
-  std::optional<bool> result;
+  // Every entry is checked whichever switch is asked for, so a bad list fails on every graph alike.
+  std::optional<bool> rope, rms;
   for (const std::string& item : split_trimmed(list, ',')) {
     if (item.empty()) continue;
     const bool on = item.rfind("no_", 0) != 0;
@@ -18,12 +19,12 @@ std::optional<bool> fuse_switch(const std::string& name) {
     if (sw != "gemm_rope" && sw != "gemm_rms")
       throw std::invalid_argument("megakittens: MEGAKITTENS_FUSE entry '" + item +
                                   "' is not one of gemm_rope, no_gemm_rope, gemm_rms, no_gemm_rms");
-    if (sw != name) continue;
+    std::optional<bool>& result = sw == "gemm_rope" ? rope : rms;
     if (result && *result != on)
-      throw std::invalid_argument("megakittens: MEGAKITTENS_FUSE sets " + name + " both on and off ('" + list + "')");
+      throw std::invalid_argument("megakittens: MEGAKITTENS_FUSE sets " + sw + " both on and off ('" + list + "')");
     result = on;
   }
-  return result;
+  return name == "gemm_rope" ? rope : rms;
 }
 
 }  // namespace mk

@@ -227,8 +227,9 @@ Resolution sdpa(const OpCall& c, const char* mask) {
     if (!m.is_node()) c.fail("attention masks are not supported yet, got ", mask, "=", m.str());
     const FxTensor& mm = c.meta(m);
     c.fail("attention masks are not supported yet, got ", mask, " = a ", mm.dtype, " tensor of shape ",
-           shape_str(mm.shape), " (Attention masks causally through is_causal=True only; a sliding window or "
-           "padding mask needs fallback=\"eager\")");
+           shape_str(mm.shape), " (a boolean mask arrives here as an additive one of the query's dtype; "
+           "Attention masks causally through is_causal=True only; a sliding window or padding mask needs "
+           "fallback=\"eager\")");
   }
   const FxArg& q = c.tensor("query");
   const FxTensor& qm = c.meta(q);
@@ -487,6 +488,25 @@ std::string unsupported_hint(const std::string& target) {
 
 }  // namespace
 
+// What the graph around an unsupported softmax shows of its cause: random numbers drawn (dropout, as SDPA's
+// decomposition with dropout_p > 0), or scores that are not 4-D (SDPA on 3-D query / key / value).
+std::string softmax_cause(const FxGraph& g, const FxNode& n) {
+  for (const FxNode& m : g.nodes)
+    for (const char* p : {"aten.native_dropout", "aten.bernoulli", "aten.rand"})
+      if (m.target.rfind(p, 0) == 0)
+        return "; the graph draws random numbers (node '" + m.name + "', " + m.target +
+               "): dropout, as SDPA's decomposition has it when dropout_p > 0; pass dropout_p=0 or call "
+               "model.eval()";
+  if (!n.args.empty() && n.args[0].is_node() && n.args[0].i >= 0 && n.args[0].i < static_cast<int64_t>(g.nodes.size())) {
+    const FxNode& x = g.nodes[n.args[0].i];
+    if (!x.outputs.empty() && x.outputs[0] && x.outputs[0]->shape.size() != 4)
+      return "; its scores have shape " + shape_str(x.outputs[0]->shape) +
+             ", not 4-D (B, H, Sq, Sk): SDPA's decomposition when query / key / value are not 4-D; unsqueeze "
+             "them to (B, H, S, D)";
+  }
+  return "";
+}
+
 Resolution resolve_op(const FxGraph& g, const FxNode& n) {
   std::string target = n.target;
   if (n.target == "auto_functionalized_v2") {
@@ -498,7 +518,9 @@ Resolution resolve_op(const FxGraph& g, const FxNode& n) {
   const auto it = registry().find(target);
   if (it == registry().end() || n.op != "call_function") {
     const std::string shown = target == n.target ? target : n.target + "(" + target + ")";
-    fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)", unsupported_hint(target));
+    const bool softmax = target == "aten._safe_softmax.default" || target == "aten._softmax.default";
+    fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)", softmax ? softmax_cause(g, n) : "",
+         unsupported_hint(target));
   }
   const OpCall call(g, n, target, it->second.schema);
   try {
