@@ -47,6 +47,14 @@ std::vector<int64_t> chunk_bounds(int64_t groups, int64_t num_sms, int64_t G) {
   return b;
 }
 
+// Groups [a, b), costliest first (ties in their order).
+std::vector<int64_t> longest_first(const std::vector<double>& cost, int64_t a, int64_t b) {
+  std::vector<int64_t> order(b - a);
+  std::iota(order.begin(), order.end(), a);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return cost[x] > cost[y]; });
+  return order;
+}
+
 // [Note: cost-balanced placement] Instruction k of a node runs on SM (start + k) % S (per-SM queues, seed
 // §07), so the node's own order decides each SM's share. When its IType rates the instructions
 // unequally (causal Attention: a tile's cost grows with its last key), the groups of G instructions (a
@@ -66,22 +74,19 @@ std::vector<int64_t> chunk_bounds(int64_t groups, int64_t num_sms, int64_t G) {
 // layer) are placed as with 1. Not yet measured on the GPU (benchmarks/notes.md Session 32).
 // Returns where each group went (group g of the IType's order now at position pos[g]), or nothing when
 // the order was kept.
-std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info,
-                                   int64_t start, int64_t num_sms, int64_t G, bool chunked) {
+// `cost`: group_costs' (not empty).
+std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const std::vector<double>& cost, int64_t start,
+                                   int64_t num_sms, int64_t G, bool chunked) {
   const int64_t n = static_cast<int64_t>(descs.size());
   if (G < 1 || n % G != 0 || start % G != 0 || num_sms % G != 0) return {};
   const int64_t groups = n / G, slots = num_sms / G;
-  const std::vector<double> cost = group_costs(descs, it, info, G);
-  if (cost.empty()) return {};  // uniform
   std::vector<double> load(slots, 0);
   std::vector<InstrDesc> out(n);
   std::vector<int64_t> pos(groups);
   const std::vector<int64_t> bounds = chunked ? chunk_bounds(groups, num_sms, G) : std::vector<int64_t>{0, groups};
   for (size_t k = 0; k + 1 < bounds.size(); ++k) {  // chunk [a, b): its groups go to its positions
     const int64_t a = bounds[k], b = bounds[k + 1];
-    std::vector<int64_t> order(b - a);
-    std::iota(order.begin(), order.end(), a);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return cost[x] > cost[y]; });
+    const std::vector<int64_t> order = longest_first(cost, a, b);
     // Group position q (0-based within the node) runs on cluster slot (start / G + q) % slots.
     std::vector<std::vector<int64_t>> free_pos(slots);
     for (int64_t q = b - 1; q >= a; --q) free_pos[(start / G + q) % slots].push_back(q);  // earliest last
@@ -117,18 +122,14 @@ std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const IType& i
 // global queue (benchmarks/notes.md Session 32): (16, 16, 2048, 64) the SMs finished at 553 / 578 / 605 us
 // (min / median / max) in the IType's order, 491 / 494 / 499 wholly longest first (233 -> 276 TFLOP/s);
 // but (4, 32, 8192, 128) fell 512 -> 430 wholly longest first, its K / V streamed from HBM.
-// Returns the node's groups (IType order) in claim order, or nothing when every group costs the same.
-std::vector<int64_t> claim_order(const std::vector<InstrDesc>& descs, const IType& it, const NodeInfo& info, int64_t G,
-                                 int64_t num_sms) {
-  const std::vector<double> cost = group_costs(descs, it, info, G);
-  if (cost.empty()) return {};
-  const int64_t groups = static_cast<int64_t>(cost.size());
-  std::vector<int64_t> order(groups);
-  std::iota(order.begin(), order.end(), 0);
-  const std::vector<int64_t> bounds = chunk_bounds(groups, num_sms, G);
-  for (size_t k = 0; k + 1 < bounds.size(); ++k)
-    std::stable_sort(order.begin() + bounds[k], order.begin() + bounds[k + 1],
-                     [&](int64_t x, int64_t y) { return cost[x] > cost[y]; });
+// Returns the node's groups (IType order; `cost`: group_costs', not empty) in claim order.
+std::vector<int64_t> claim_order(const std::vector<double>& cost, int64_t num_sms, int64_t G) {
+  const std::vector<int64_t> bounds = chunk_bounds(static_cast<int64_t>(cost.size()), num_sms, G);
+  std::vector<int64_t> order;
+  for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+    const std::vector<int64_t> part = longest_first(cost, bounds[k], bounds[k + 1]);
+    order.insert(order.end(), part.begin(), part.end());
+  }
   return order;
 }
 }  // namespace
@@ -200,14 +201,17 @@ void phase1_count_and_place(ScheduleState& st) {
       descs.push_back(std::move(d));
     }
     const Profile& pf = st.opt.profile;
-    // The claim order is taken on the IType's order (heads whole), then follows the groups' moves.
-    std::vector<int64_t> order = claim_order(descs, *n.itype, info, c, pf.num_sms), pos;
-    if (pf.balance_costs == 1 || pf.balance_costs == 3 ||
-        (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
-      pos = balance_costs(descs, *n.itype, info, ns.start, pf.num_sms, c, pf.balance_costs == 3);
-    if (!order.empty() && !pos.empty())
-      for (int64_t& g : order) g = pos[g];
-    if (!order.empty()) claims.emplace_back(ns.start, std::move(order));
+    // Instructions of unequal cost: the claim order is taken on the IType's order (heads whole), then
+    // follows the groups' moves by the per-SM placement.
+    if (const std::vector<double> cost = group_costs(descs, *n.itype, info, c); !cost.empty()) {
+      std::vector<int64_t> order = claim_order(cost, pf.num_sms, c);
+      if (pf.balance_costs == 1 || pf.balance_costs == 3 ||
+          (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
+        if (const std::vector<int64_t> pos = balance_costs(descs, cost, ns.start, pf.num_sms, c, pf.balance_costs == 3);
+            !pos.empty())
+          for (int64_t& g : order) g = pos[g];
+      claims.emplace_back(ns.start, std::move(order));
+    }
     st.sched_of[n.id] = static_cast<int>(st.prog.nodes.size());
     st.prog.nodes.push_back(std::move(ns));
     st.infos.push_back(std::move(info));
