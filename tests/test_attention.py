@@ -182,9 +182,10 @@ def test_balance_costs_from_the_profile_env_matches_eager(monkeypatch):
 
 
 @pytest.mark.parametrize("cluster_size", [1, 2])
-def test_balance_costs_in_chunks_keeps_heads_together(cluster_size):
-    """Profile.balance_costs = 3 ([Note: cost-balanced placement]): each chunk of two waves of the IType's
-    order (2 x SMs / G cluster groups, the remainder in the last) is dealt over its own positions, so the
+@pytest.mark.parametrize("waves", [2, 4])
+def test_balance_costs_in_chunks_keeps_heads_together(cluster_size, waves):
+    """Profile.balance_costs = 3 ([Note: cost-balanced placement]): each chunk of claim_chunk waves of the
+    IType's order (claim_chunk x SMs / G cluster groups, the remainder in the last) is dealt over its own positions, so the
     per-SM tables run a few heads at a time, yet the SMs' sums stay within 15% of the mean as with 1 (the
     slots' loads carry over from chunk to chunk); a node of one chunk is placed exactly as with 1."""
     import collections
@@ -203,9 +204,10 @@ def test_balance_costs_in_chunks_keeps_heads_together(cluster_size):
                       for q in range(0, node.padded, G)]
 
     _, own = groups_of(program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=0))
-    node, placed = groups_of(program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=3))
+    node, placed = groups_of(program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=3,
+                                         claim_chunk=waves))
     _, flat = groups_of(program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=1))
-    chunk = 2 * num_sms // G
+    chunk = waves * num_sms // G
     bounds = [0]
     while len(own) - bounds[-1] >= 2 * chunk:
         bounds.append(bounds[-1] + chunk)
@@ -241,20 +243,25 @@ def test_balance_costs_in_chunks_matches_eager(monkeypatch):
 
 
 @pytest.mark.parametrize("cluster_size", [1, 2])
-@pytest.mark.parametrize("balance", [0, 1])
-def test_global_queue_claims_causal_tiles_longest_first(cluster_size, balance):
+@pytest.mark.parametrize("balance,waves", [(0, None), (1, None), (1, 1), (3, 1), (0, 0), (1, -1)])
+def test_global_queue_claims_causal_tiles_longest_first(cluster_size, balance, waves):
     """[Note: global claim order] (src/schedule/phase1_place.cpp): the global queue's table takes a causal
-    Attention node's tiles in chunks of 2 x SMs / G cluster groups of the IType's order (each head's tiles
-    longest to shortest; the remainder joins the last chunk), each chunk longest first: its rows a
-    permutation of the node's own instructions, a cluster's ranks side by side, whatever the per-SM
-    placement (balance_costs)."""
+    Attention node's tiles in chunks of claim_chunk x SMs / G cluster groups of the IType's order (each
+    head's tiles longest to shortest; the remainder joins the last chunk; h200's claim_chunk 2), each
+    chunk longest first; claim_chunk 0 is one chunk, -1 the IType's order: its rows a permutation of the
+    node's own instructions, a cluster's ranks side by side, whatever the per-SM placement
+    (balance_costs)."""
     from test_gpu_kernels import program_for
 
     def fn(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     num_sms, G = 8, cluster_size
-    p = program_for(fn, [(2, 4, 1024 + 128 * G, 64)] * 3, cluster_size=G, num_sms=num_sms, balance_costs=balance)
+    shapes = [(2, 4, 1024 + 128 * G, 64)] * 3
+    p = program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=balance, claim_chunk=waves)
+    if waves is None:
+        waves = p.profile.claim_chunk
+        assert waves == 4
     node = next(n for n in p.nodes if n.itype.startswith("Attention"))
     order = list(p.global_order)
     rows = order[node.start:node.start + node.padded]
@@ -264,22 +271,26 @@ def test_global_queue_claims_causal_tiles_longest_first(cluster_size, balance):
         assert all(rows[q] % 2 == 0 and rows[q + 1] == rows[q] + 1 for q in range(0, len(rows), 2))
     tile = lambda i: tuple(p.instruction(i)["indices"][:7])  # noqa: E731
     groups = [max((tile(rows[q + r]) for r in range(G)), key=lambda t: t[5]) for q in range(0, len(rows), G)]
-    chunk = 2 * num_sms // G
+    # The IType's order, cluster group by group (balance_costs = 0 keeps it in the list).
+    ref = program_for(fn, shapes, cluster_size=G, num_sms=num_sms, balance_costs=0)
+    rnode = next(n for n in ref.nodes if n.itype.startswith("Attention"))
+    own = [max((tuple(ref.instruction(rnode.start + q + r)["indices"][:7]) for r in range(G)), key=lambda t: t[5])
+           for q in range(0, rnode.padded, G)]
+    if waves < 0:
+        assert groups == own
+        return
+    chunk = waves * num_sms // G if waves else len(groups)
     bounds = [0]
     while len(groups) - bounds[-1] >= 2 * chunk:
         bounds.append(bounds[-1] + chunk)
     bounds.append(len(groups))
-    assert len(bounds) > 2  # several chunks, the last one longer
-    # The IType's order, cluster group by group (balance_costs = 0 keeps it in the list).
-    ref = program_for(fn, [(2, 4, 1024 + 128 * G, 64)] * 3, cluster_size=G, num_sms=num_sms, balance_costs=0)
-    rnode = next(n for n in ref.nodes if n.itype.startswith("Attention"))
-    own = [max((tuple(ref.instruction(rnode.start + q + r)["indices"][:7]) for r in range(G)), key=lambda t: t[5])
-           for q in range(0, rnode.padded, G)]
+    assert (len(bounds) > 2) == (waves > 0)  # several chunks, the last one longer
     for a, b in zip(bounds, bounds[1:]):
         ends = [t[5] for t in groups[a:b]]
         assert ends == sorted(ends, reverse=True)  # longest first within the chunk
         assert sorted(groups[a:b]) == sorted(own[a:b])  # the IType's consecutive groups
-    assert [t[5] for t in groups] != sorted((t[5] for t in groups), reverse=True)  # not wholly longest first
+    wholly = [t[5] for t in groups] == sorted((t[5] for t in groups), reverse=True)
+    assert wholly == (waves == 0)
     table, per_sm = p.table_global(), p.table_per_sm().reshape(-1, 64)
     for r in (node.start, node.start + 1, node.start + node.padded - 1):
         assert list(table[r]) == list(per_sm[order[r]])

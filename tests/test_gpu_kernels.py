@@ -168,14 +168,15 @@ def inputs_for(shapes, device="cpu", seed=0):
 
 
 def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=None, split_k=None,
-                split_chain_steps=None, fuse=True, rms_pages=None, balance_costs=None):
+                split_chain_steps=None, fuse=True, rms_pages=None, balance_costs=None, claim_chunk=None):
     """Trace ``fn`` (aten + megakittens ops) on fake bf16 inputs and schedule it for ``num_sms`` CTAs.
     gemm_n (128 or 256) fixes the Gemm tile width and turns split-K off; None lets the profile choose
     per node. split_k: Profile.gemm_split_k (the most K splits; 1 = none), None: the profile's.
     split_chain_steps: Profile.gemm_split_chain_steps (the split-K cost of each link), None: the profile's.
     fuse: _C.trace's (False: no fusion passes, each aten op its own node).
     rms_pages: Profile.rms_norm_pages (RMSNorm row pages per instruction, 1-3), None: the profile's.
-    balance_costs: Profile.balance_costs (0, 1 or 2), None: the profile's."""
+    balance_costs: Profile.balance_costs (0-3), None: the profile's.
+    claim_chunk: Profile.claim_chunk (waves per chunk of the claim order; 0 one chunk, -1 the IType's order)."""
     gm = make_fx(fn, tracing_mode="fake")(*inputs_for(shapes))
     dag = _C.trace(fx_export.export_graph(gm, name), fuse=fuse)
     profile = _C.Profile.by_name("h200", num_sms)
@@ -189,6 +190,8 @@ def program_for(fn, shapes, cluster_size=1, num_sms=132, name="test", gemm_n=Non
         profile.rms_norm_pages = rms_pages
     if balance_costs is not None:
         profile.balance_costs = balance_costs
+    if claim_chunk is not None:
+        profile.claim_chunk = claim_chunk
     return _C.schedule(dag, profile, cluster_size=cluster_size)
 
 

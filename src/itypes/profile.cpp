@@ -25,7 +25,7 @@ Profile Profile::h200(int num_sms) {
   p.ew_max_pages = 4;    // kernels/mk/itypes/elementwise.cuh kMaxTiles * inputs
   p.gemm_n_narrow = 128; // kernels/mk/itypes/gemm.cuh: m64n128k16 for tiles of <= 128 columns
   p.gemm_split_k = 4;
-  p.balance_costs = 1;   // [Note: cost-balanced placement]: every node of unequal costs
+  p.balance_costs = 3;   // [Note: cost-balanced placement]: every node of unequal costs, chunk by chunk
   return p;
 }
 

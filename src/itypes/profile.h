@@ -43,8 +43,13 @@ struct Profile {
   // 2 tiles per SM, device time 5.261 -> 5.128 ms). Every node since Session 32 (H200, 2026-12-04): causal
   // SDPA (16, 16, 2048, D) per_sm 359 -> 420 TFLOP/s at D 128, 209 -> 257 at D 64; HF 8B 6.626 / 6.733 ms
   // with 2 against 6.599 / 6.571 with 1 (alternating; Sessions 20 and 23 saw no difference either way).
-  // 3: as 1, chunk by chunk of two waves, so that few heads run side by side (not yet measured).
+  // 3: as 1, chunk by chunk of claim_chunk waves, so that few heads run side by side.
   int balance_costs = 0;
+  // Chunks of nodes of unequal costs, in waves (claim_chunk x num_sms / cluster groups of the IType's
+  // order): the global queue claims each chunk longest first, and balance_costs = 3 balances each on its
+  // own ([Note: global claim order]). 0: the whole node is one chunk; -1: the global queue claims in the
+  // IType's order.
+  int claim_chunk = 4;
   static constexpr int kBalanceMaxPerSm = 2;
 
   // The seed's B200: 148 SMs, 512x256 GEMM pair tiles (256 rows per CTA), 512-row attention pairs.

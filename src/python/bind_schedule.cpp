@@ -59,6 +59,7 @@ void bind_schedule(nb::module_& m) {
       .def_rw("rms_norm_pages", &Profile::rms_norm_pages)
       .def_rw("rms_norm_balance", &Profile::rms_norm_balance)
       .def_rw("balance_costs", &Profile::balance_costs)
+      .def_rw("claim_chunk", &Profile::claim_chunk)
       .def_ro("gemm_pair_tiles", &Profile::gemm_pair_tiles)
       .def("__repr__", [](const Profile& p) { return "Profile(" + p.name + ", num_sms=" + std::to_string(p.num_sms) + ")"; });
 

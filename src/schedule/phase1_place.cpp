@@ -36,11 +36,12 @@ std::vector<double> group_costs(const std::vector<InstrDesc>& descs, const IType
   return cost;
 }
 
-// A node's `groups` cluster groups (IType order) cut into chunks of about two waves, 2 x num_sms / G
-// groups; the remainder joins the last chunk, which so holds between one and two chunks' worth. Returns
-// the boundaries, 0 first and `groups` last.
-std::vector<int64_t> chunk_bounds(int64_t groups, int64_t num_sms, int64_t G) {
-  const int64_t chunk = std::max<int64_t>(1, 2 * num_sms / G);
+// A node's `groups` cluster groups (IType order) cut into chunks of `waves` waves, waves x num_sms / G
+// groups (Profile::claim_chunk; 0: one chunk); the remainder joins the last chunk, which so holds between
+// one and two chunks' worth. Returns the boundaries, 0 first and `groups` last.
+std::vector<int64_t> chunk_bounds(int64_t groups, int64_t num_sms, int64_t G, int waves) {
+  if (waves <= 0) return {0, groups};
+  const int64_t chunk = std::max<int64_t>(1, waves * num_sms / G);
   std::vector<int64_t> b{0};
   while (groups - b.back() >= 2 * chunk) b.push_back(b.back() + chunk);
   b.push_back(groups);
@@ -67,8 +68,8 @@ std::vector<int64_t> longest_first(const std::vector<double>& cost, int64_t a, i
 // 128) per_sm 359 -> 420 TFLOP/s), an 8B layer's 512 tiles (6.63 / 6.73 -> 6.60 / 6.57 ms; Sessions 20 and
 // 23 saw no difference; longest first on every SM: ~20 us slower per layer). 2 balances only nodes of at
 // most two instructions per SM. benchmarks/notes.md Sessions 20, 23 and 32.
-// 3 balances every such node chunk by chunk (`chunk_bounds`: the IType's order in chunks of about two
-// waves, each dealt over its own positions, the slots' loads carried from chunk to chunk), so the SMs
+// 3 balances every such node chunk by chunk (`chunk_bounds`: the IType's order in chunks of
+// Profile::claim_chunk waves, each dealt over its own positions, the slots' loads carried from chunk to chunk), so the SMs
 // run tiles of a few heads at any time: at (4, 32, 8192, 128) causal, 1 ran 132 heads side by side and
 // per_sm fell 495 -> 478 TFLOP/s (their K / V no longer share L2). Nodes of one chunk (an HF 1B or 8B
 // layer) are placed as with 1. Not yet measured on the GPU (benchmarks/notes.md Session 32).
@@ -76,14 +77,14 @@ std::vector<int64_t> longest_first(const std::vector<double>& cost, int64_t a, i
 // the order was kept.
 // `cost`: group_costs' (not empty).
 std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const std::vector<double>& cost, int64_t start,
-                                   int64_t num_sms, int64_t G, bool chunked) {
+                                   int64_t num_sms, int64_t G, int chunk_waves) {
   const int64_t n = static_cast<int64_t>(descs.size());
   if (G < 1 || n % G != 0 || start % G != 0 || num_sms % G != 0) return {};
   const int64_t groups = n / G, slots = num_sms / G;
   std::vector<double> load(slots, 0);
   std::vector<InstrDesc> out(n);
   std::vector<int64_t> pos(groups);
-  const std::vector<int64_t> bounds = chunked ? chunk_bounds(groups, num_sms, G) : std::vector<int64_t>{0, groups};
+  const std::vector<int64_t> bounds = chunk_bounds(groups, num_sms, G, chunk_waves);
   for (size_t k = 0; k + 1 < bounds.size(); ++k) {  // chunk [a, b): its groups go to its positions
     const int64_t a = bounds[k], b = bounds[k + 1];
     const std::vector<int64_t> order = longest_first(cost, a, b);
@@ -116,16 +117,21 @@ std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const std::vec
 // (causal Attention: each head's tiles longest to shortest) the last claims are a mix: one SM takes a
 // whole-row tile at the end while the others run out of work. Wholly longest first (LPT) fixes the end but
 // runs 132 heads at once, whose K / V no longer share L2. So the global table takes the IType's order in
-// chunks of about two waves (2 x SMs / G groups; the remainder joins the last chunk) and each chunk
-// longest first: at most a few heads' K / V in flight, and the last chunk ends on its shortest tiles. A
+// chunks of Profile::claim_chunk waves (h200: 2, 2 x SMs / G groups; the remainder joins the last chunk)
+// and each chunk longest first: at most a few heads' K / V in flight, and the last chunk ends on its shortest tiles. A
 // cluster's ranks stay together; the per-SM tables keep their placement. H200, 2026-12-04, causal SDPA,
 // global queue (benchmarks/notes.md Session 32): (16, 16, 2048, 64) the SMs finished at 553 / 578 / 605 us
 // (min / median / max) in the IType's order, 491 / 494 / 499 wholly longest first (233 -> 276 TFLOP/s);
 // but (4, 32, 8192, 128) fell 512 -> 430 wholly longest first, its K / V streamed from HBM.
 // Returns the node's groups (IType order; `cost`: group_costs', not empty) in claim order.
-std::vector<int64_t> claim_order(const std::vector<double>& cost, int64_t num_sms, int64_t G) {
-  const std::vector<int64_t> bounds = chunk_bounds(static_cast<int64_t>(cost.size()), num_sms, G);
+std::vector<int64_t> claim_order(const std::vector<double>& cost, int64_t num_sms, int64_t G, int chunk_waves) {
   std::vector<int64_t> order;
+  if (chunk_waves < 0) {  // the IType's order
+    order.resize(cost.size());
+    std::iota(order.begin(), order.end(), 0);
+    return order;
+  }
+  const std::vector<int64_t> bounds = chunk_bounds(static_cast<int64_t>(cost.size()), num_sms, G, chunk_waves);
   for (size_t k = 0; k + 1 < bounds.size(); ++k) {
     const std::vector<int64_t> part = longest_first(cost, bounds[k], bounds[k + 1]);
     order.insert(order.end(), part.begin(), part.end());
@@ -204,10 +210,10 @@ void phase1_count_and_place(ScheduleState& st) {
     // Instructions of unequal cost: the claim order is taken on the IType's order (heads whole), then
     // follows the groups' moves by the per-SM placement.
     if (const std::vector<double> cost = group_costs(descs, *n.itype, info, c); !cost.empty()) {
-      std::vector<int64_t> order = claim_order(cost, pf.num_sms, c);
+      std::vector<int64_t> order = claim_order(cost, pf.num_sms, c, pf.claim_chunk);
       if (pf.balance_costs == 1 || pf.balance_costs == 3 ||
           (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
-        if (const std::vector<int64_t> pos = balance_costs(descs, cost, ns.start, pf.num_sms, c, pf.balance_costs == 3);
+        if (const std::vector<int64_t> pos = balance_costs(descs, cost, ns.start, pf.num_sms, c, pf.balance_costs == 3 ? pf.claim_chunk : 0);
             !pos.empty())
           for (int64_t& g : order) g = pos[g];
       claims.emplace_back(ns.start, std::move(order));

@@ -1,0 +1,109 @@
+"""Same-process A/B of schedule or kernel settings on the Attention instruction, rounds interleaved so that
+drift (clocks, power; ~10% between processes on the H200) hits every variant alike.
+
+    python3 benchmarks/ab_attention.py --shapes "4,32,8192,128;16,16,2048,64" \\
+        --variant c2: --variant c0:MEGAKITTENS_PROFILE=claim_chunk=0 --rounds 5
+
+A variant is `name:VAR=value|VAR=value` (MEGAKITTENS_* variables, set while its program is scheduled and its
+kernel built: MEGAKITTENS_PROFILE and MEGAKITTENS_DEFINES act there); `name:` alone is the default. Each
+round times cuDNN SDPA (the drift gauge) and every variant in both queue modes (bench: median of `iters`
+launches, CUDA events). Prints per case the medians over rounds in TFLOP/s (4 B H S^2 D, halved when
+causal) and each variant's ratio to the first; every variant's output is checked against flash SDPA first
+(relative error <= 1e-2, else the run stops)."""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import MkRunner, bench, program_for  # noqa: E402
+
+BF16 = torch.bfloat16
+
+
+def _parse_variant(text):
+    name, _, rest = text.partition(":")
+    env = {}
+    for item in filter(None, rest.split("|")):
+        var, eq, value = item.partition("=")
+        if not eq or not var.startswith("MEGAKITTENS_"):
+            raise SystemExit(f"ab_attention: variant {text!r}: entries must be MEGAKITTENS_*=value")
+        env[var] = value
+    return name or "default", env
+
+
+def _sdpa(causal):
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return fn
+
+
+def _with_env(env, fn):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return fn()
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes", default="16,16,2048,128", help='"B,H,S,D;..."')
+    ap.add_argument("--causal", choices=("both", "causal", "full"), default="both")
+    ap.add_argument("--modes", default="per_sm,global")
+    ap.add_argument("--variant", action="append", default=[], help="name:VAR=value|VAR=value (repeat)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=10)
+    a = ap.parse_args()
+    variants = [_parse_variant(v) for v in (a.variant or ["default:"])]
+    modes = a.modes.split(",")
+    causals = {"both": (False, True), "causal": (True,), "full": (False,)}[a.causal]
+    for shape in filter(None, a.shapes.split(";")):
+        B, H, S, D = (int(x) for x in shape.split(","))
+        args = [torch.randn(B, H, S, D, dtype=BF16, device="cuda") for _ in range(3)]
+        for causal in causals:
+            fn = _sdpa(causal)
+            flops = 4.0 * B * H * S * S * D / (2 if causal else 1)
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                ref = fn(*args).float()
+            runners = {}
+            for name, env in variants:
+                p = _with_env(env, lambda: program_for(fn, args, cluster_size=1, name=f"ab_{B}x{H}x{S}x{D}_{int(causal)}"))
+                for mode in modes:
+                    r = _with_env(env, lambda: MkRunner(p, args, {"global_work_queue": mode == "global"}))
+                    r()
+                    err = ((r.outputs()[0].float() - ref).norm() / ref.norm()).item()
+                    if not err <= 1e-2:
+                        raise SystemExit(f"ab_attention: {name} {mode} {shape} causal={causal}: rel. err {err:.3g}")
+                    runners[(name, mode)] = r
+            times = {k: [] for k in [("cudnn", "")] + list(runners)}
+            for _ in range(a.rounds):
+                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                    times[("cudnn", "")].append(bench(lambda: fn(*args), iters=a.iters))
+                for k, r in runners.items():
+                    times[k].append(bench(r, iters=a.iters))
+            tf = {k: flops / statistics.median(v) / 1e9 for k, v in times.items()}
+            label = f"({B},{H},{S},{D}) {'causal' if causal else 'full'}"
+            print(f"{label}: cudnn {tf[('cudnn', '')]:.1f} TFLOP/s (rounds "
+                  + " ".join(f"{flops / t / 1e9:.0f}" for t in times[("cudnn", "")]) + ")", flush=True)
+            for mode in modes:
+                first = tf[(variants[0][0], mode)]
+                print(f"  {mode:7s} " + "  ".join(
+                    f"{name} {tf[(name, mode)]:.1f} (x{tf[(name, mode)] / first:.3f}; rounds "
+                    + " ".join(f"{flops / t / 1e9:.0f}" for t in times[(name, mode)]) + ")"
+                    for name, _ in variants), flush=True)
+            del runners, ref
+        del args
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
