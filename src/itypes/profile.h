@@ -37,18 +37,17 @@ struct Profile {
   bool attn_pair_tiles = false;
   // K/V rows are read in whole blocks of attn_kv_block (the device's kv block; 1 = exactly [0, kv_end)).
   int attn_kv_block = 128;
-  // 1 (h200): a node's instructions of unequal IType::cost are spread over the SMs by it (causal Attention;
-  // src/schedule/phase1_place.cpp [Note: cost-balanced placement]); 0: they keep the IType's order;
-  // 2: only nodes of at most kBalanceMaxPerSm instructions per SM (benchmarks/notes.md Session 23: HF 1B,
-  // 2 tiles per SM, device time 5.261 -> 5.128 ms). Every node since Session 32 (H200, 2026-12-04): causal
-  // SDPA (16, 16, 2048, D) per_sm 359 -> 420 TFLOP/s at D 128, 209 -> 257 at D 64; HF 8B 6.626 / 6.733 ms
-  // with 2 against 6.599 / 6.571 with 1 (alternating; Sessions 20 and 23 saw no difference either way).
-  // 3: as 1, chunk by chunk of claim_chunk waves, so that few heads run side by side.
+  // A node's instructions of unequal IType::cost (causal Attention) spread over the SMs by it
+  // (src/schedule/phase1_place.cpp [Note: cost-balanced placement]): 1 the whole node at once; 3 (h200)
+  // chunk by chunk of claim_chunk waves, so that few heads run side by side; 2 as 1 for nodes of at most
+  // kBalanceMaxPerSm instructions per SM, else as 0; 0 the IType's order. H200, 2026-12-04, causal SDPA
+  // per_sm, 3 with claim_chunk 4 against 1 in one process (benchmarks/notes.md Session 33): (4, 32, 8192,
+  // D) +21% at D 128, +11% at D 64, (16, 16, 2048, D) +2-3%. HF 1B / 8B layers are one chunk: as 1.
   int balance_costs = 0;
   // Chunks of nodes of unequal costs, in waves (claim_chunk x num_sms / cluster groups of the IType's
   // order): the global queue claims each chunk longest first, and balance_costs = 3 balances each on its
   // own ([Note: global claim order]). 0: the whole node is one chunk; -1: the global queue claims in the
-  // IType's order.
+  // IType's order. 4: the best of 2, 4 and 8 over causal SDPA at S 2048 and 8192 (Session 33).
   int claim_chunk = 4;
   static constexpr int kBalanceMaxPerSm = 2;
 

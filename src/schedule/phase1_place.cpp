@@ -63,16 +63,17 @@ std::vector<int64_t> longest_first(const std::vector<double>& cost, int64_t a, i
 // cost so far, and each slot runs its share shortest first. Instructions of one node never wait for each
 // other, so any order is valid. With the per-head order (longest to shortest tile of each head, round
 // robin) an 8B layer's 512 causal tiles gave one SM 40 key blocks against 33 on average.
-// Profile::balance_costs = 1 (h200's) balances every such node: an HF 1B layer (256 tiles: 12 key blocks
+// Profile::balance_costs = 1 balances every such node at once: an HF 1B layer (256 tiles: 12 key blocks
 // on some SMs, 9 on average; device time 5.261 -> 5.128 ms balanced), causal SDPA alone ((16, 16, 2048,
-// 128) per_sm 359 -> 420 TFLOP/s), an 8B layer's 512 tiles (6.63 / 6.73 -> 6.60 / 6.57 ms; Sessions 20 and
-// 23 saw no difference; longest first on every SM: ~20 us slower per layer). 2 balances only nodes of at
-// most two instructions per SM. benchmarks/notes.md Sessions 20, 23 and 32.
-// 3 balances every such node chunk by chunk (`chunk_bounds`: the IType's order in chunks of
-// Profile::claim_chunk waves, each dealt over its own positions, the slots' loads carried from chunk to chunk), so the SMs
-// run tiles of a few heads at any time: at (4, 32, 8192, 128) causal, 1 ran 132 heads side by side and
-// per_sm fell 495 -> 478 TFLOP/s (their K / V no longer share L2). Nodes of one chunk (an HF 1B or 8B
-// layer) are placed as with 1. Not yet measured on the GPU (benchmarks/notes.md Session 32).
+// 128) per_sm 359 -> 420 TFLOP/s), an 8B layer's 512 tiles (6.63 / 6.73 -> 6.60 / 6.57 ms; longest first
+// on every SM: ~20 us slower per layer). 2 balances only nodes of at most two instructions per SM.
+// 3 (h200's) balances chunk by chunk (`chunk_bounds`: the IType's order, head by head, in chunks of
+// Profile::claim_chunk waves, each dealt over its own positions, the slots' loads carried from chunk to
+// chunk), so the SMs run tiles of a few heads at any time and their K / V share L2: with 1, (4, 32, 8192,
+// 128) ran 132 heads side by side. H200, 2026-12-04, per_sm, same process, against 1: (4, 32, 8192, 128)
+// +21%, (4, 32, 8192, 64) +11%, (16, 16, 2048, *) +2-3% with claim_chunk 4; chunks of 2 waves lost 8-10%
+// at S 2048. Nodes of one chunk (an HF 1B or 8B layer) are placed as with 1. benchmarks/notes.md
+// Sessions 20, 23, 32 and 33.
 // Returns where each group went (group g of the IType's order now at position pos[g]), or nothing when
 // the order was kept.
 // `cost`: group_costs' (not empty).
@@ -116,13 +117,14 @@ std::vector<int64_t> balance_costs(std::vector<InstrDesc>& descs, const std::vec
 // [Note: global claim order] The global queue hands out a node's rows in table order. In the IType's order
 // (causal Attention: each head's tiles longest to shortest) the last claims are a mix: one SM takes a
 // whole-row tile at the end while the others run out of work. Wholly longest first (LPT) fixes the end but
-// runs 132 heads at once, whose K / V no longer share L2. So the global table takes the IType's order in
-// chunks of Profile::claim_chunk waves (h200: 2, 2 x SMs / G groups; the remainder joins the last chunk)
-// and each chunk longest first: at most a few heads' K / V in flight, and the last chunk ends on its shortest tiles. A
-// cluster's ranks stay together; the per-SM tables keep their placement. H200, 2026-12-04, causal SDPA,
-// global queue (benchmarks/notes.md Session 32): (16, 16, 2048, 64) the SMs finished at 553 / 578 / 605 us
-// (min / median / max) in the IType's order, 491 / 494 / 499 wholly longest first (233 -> 276 TFLOP/s);
-// but (4, 32, 8192, 128) fell 512 -> 430 wholly longest first, its K / V streamed from HBM.
+// runs every head at once, whose K / V no longer share L2. So the global table takes the IType's order in
+// chunks of Profile::claim_chunk waves (h200: 4, 4 x SMs / G groups; the remainder joins the last chunk)
+// and each chunk longest first: a few heads' K / V in flight, and the last chunk ends on its shortest
+// tiles. A cluster's ranks stay together; the per-SM tables keep their placement. H200, 2026-12-04,
+// causal SDPA, global queue, same process (benchmarks/notes.md Session 33), TFLOP/s for chunks of 2 / 4 /
+// 8 waves and one chunk (LPT): (16, 16, 2048, 64) 255 / 265 / 274 / 274 (the IType's order: 0.91x of 2
+// waves; Session 32's tail: the SMs finished at 553 / 578 / 605 us in the IType's order, 491 / 494 / 499
+// LPT); (4, 32, 8192, 128) 463 / 475 / 463 / 408 (the IType's order 0.99x of 2 waves).
 // Returns the node's groups (IType order; `cost`: group_costs', not empty) in claim order.
 std::vector<int64_t> claim_order(const std::vector<double>& cost, int64_t num_sms, int64_t G, int chunk_waves) {
   std::vector<int64_t> order;

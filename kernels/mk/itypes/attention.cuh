@@ -98,15 +98,6 @@
 #ifndef MK_ATTN_SOFTMAX_CHAINS
 #define MK_ATTN_SOFTMAX_CHAINS 4
 #endif
-// [Note: attention lazy rescale] 1: a row's running max moves only when a block's max passes it by more
-// than kLazyMax (log2 units), so P may reach 2^kLazyMax (bf16 and the fp32 sums hold it; O / l is exact
-// whatever the max), and a warp skips the O rescale when none of its rows moved: after the first blocks
-// the rescale's D / 2 multiplies a turn mostly go. The consumers' issue slots bound the turn at D 64
-// (benchmarks/notes.md Session 32: 2^x moved off the MUFU was slower). 0: the max moves every block.
-// Not yet measured on the GPU.
-#ifndef MK_ATTN_LAZY_RESCALE
-#define MK_ATTN_LAZY_RESCALE 0
-#endif
 
 namespace mk {
 
@@ -118,7 +109,6 @@ struct Attention {
   // Indices (docs/itypes.md): b h hk s0 q_rows kv_end D.
   static constexpr int kB = 0, kH = 1, kHk = 2, kS0 = 3, kQRows = 4, kKvEnd = 5, kD = 6;
   static constexpr int kBM = 128;
-  static constexpr float kLazyMax = 8.f;  // [Note: attention lazy rescale]: P <= 2^8
   static constexpr float kNegInf = -cuda::std::numeric_limits<float>::infinity();
   static constexpr int kMaxStages = 6;
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
@@ -393,8 +383,7 @@ struct Attention {
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
       mn[h] = kFirst ? x * P::scale_log2 : fmaxf(m[h], x * P::scale_log2);
-      if (MK_ATTN_LAZY_RESCALE && !kFirst && mn[h] <= m[h] + kLazyMax) mn[h] = m[h];  // [Note: attention lazy rescale]
-      corr[h] = kFirst || (MK_ATTN_LAZY_RESCALE && mn[h] == m[h]) ? 1.f : ptx::ex2(m[h] - mn[h]);
+      corr[h] = kFirst ? 1.f : ptx::ex2(m[h] - mn[h]);
       m[h] = mn[h];
     }
 #pragma unroll
@@ -431,8 +420,6 @@ struct Attention {
   // O *= corr (per row half), before O += P V of the block whose softmax produced corr.
   template <int D>
   static __device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&corr)[2]) {
-    // [Note: attention lazy rescale]: corr is exactly 1 for a row whose max stayed (ex2(0) = 1).
-    if (MK_ATTN_LAZY_RESCALE && !__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) return;
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
   }
