@@ -130,6 +130,29 @@ def test_attention_mask_boundaries_exact(causal, D):
     assert bad.numel() == 0, f"{bad.shape[0]} rows attend to the wrong keys, first (b, h, row) {bad[:5].tolist()}"
 
 
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_nan_key_propagates(causal, D):
+    """A NaN in one key row (every key position of a thread's fragment in turn: keys 3, 130 and 261) makes
+    exactly the rows that see it NaN, as in eager SDPA: causal rows >= the key, full every row; the other
+    rows stay finite and close. Guards the softmax's exponentials ([Note: attention fma exp]) and max."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn = sdpa(causal)
+    shapes = bhsd_shapes(1, 4, 4, 384, 384, D)
+    program = program_for(fn, shapes, cluster_size=1, num_sms=gpu.num_ctas(1), name=f"attn_nan_{causal}_{D}")
+    args = _inputs(shapes, 7)
+    for h, key in enumerate((3, 130, 261)):
+        args[1][0, h, key, 5] = float("nan")
+    (out,) = run_gpu(program, args, {"sync": True, "watchdog_s": 5.0})
+    ref = reference(fn, args)
+    assert torch.equal(out.isnan().any(-1).cpu(), ref.isnan().any(-1).cpu())
+    assert ref.isnan().any() and not ref[0, 3].isnan().any()  # the pattern is not trivially all / none
+    ok = ~ref.isnan().any(-1, keepdim=True)
+    assert rel_err(out.float()[ok.expand_as(out)], ref[ok.expand_as(ref)]) <= 1e-2
+
+
 # ---- through megakittens.compile -------------------------------------------------------------------
 
 @pytest.mark.parametrize("cluster_size", [1, 2])
