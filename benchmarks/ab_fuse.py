@@ -1,7 +1,9 @@
 """Same-process A/B of a MEGAKITTENS_FUSE setting on an HF Llama shape, calls interleaved so that drift
 (clocks, a neighbour) hits both sides alike: `python3 benchmarks/ab_fuse.py hf:1b no_gemm_rope` on a GPU.
 A setting `VAR=value` sets that environment variable instead while the B side compiles, e.g.
-`python3 benchmarks/ab_fuse.py hf:1b MEGAKITTENS_PROFILE=balance_costs=1`.
+`python3 benchmarks/ab_fuse.py hf:1b MEGAKITTENS_PROFILE=balance_costs=1`; `option:name=value` passes a
+`megakittens.compile` option (an int, True / False) to the B side, e.g. `option:global_work_queue=True`.
+An optional third argument sets the rounds (7).
 Prints per round the median call latency (bench: CUDA events, GPU idle before) and device time
 (bench(device_only=True)) of the default and of the setting, then the medians over rounds."""
 from __future__ import annotations
@@ -30,17 +32,25 @@ def main(case="hf:1b", setting="no_gemm_rope", rounds=7):
 
     with torch.no_grad():
         ref = fwd_default(ids)
-        var, value = setting.split("=", 1) if "=" in setting else ("MEGAKITTENS_FUSE", setting)
-        if not var.startswith("MEGAKITTENS_"):
-            raise SystemExit(f"ab_fuse: {setting!r}: the variable must be a MEGAKITTENS_* one "
-                             "(e.g. MEGAKITTENS_PROFILE=balance_costs=1)")
-        old = os.environ.pop(var, None)
+        options = {}
+        if setting.startswith("option:"):
+            name, _, value = setting[len("option:"):].partition("=")
+            options[name] = {"True": True, "False": False}[value] if value in ("True", "False") else int(value)
+            var = value = None
+        else:
+            var, value = setting.split("=", 1) if "=" in setting else ("MEGAKITTENS_FUSE", setting)
+            if not var.startswith("MEGAKITTENS_"):
+                raise SystemExit(f"ab_fuse: {setting!r}: the variable must be a MEGAKITTENS_* one "
+                                 "(e.g. MEGAKITTENS_PROFILE=balance_costs=1) or option:name=value")
+        old = os.environ.pop(var, None) if var else None
         a = megakittens.compile(fwd_default)
         out_a = a(ids)
-        os.environ[var] = value  # read when the graph is traced and scheduled (the first call)
-        b = megakittens.compile(fwd_setting)
+        if var:
+            os.environ[var] = value  # read when the graph is traced and scheduled (the first call)
+        b = megakittens.compile(fwd_setting, **options)
         out_b = b(ids)
-        os.environ.pop(var, None)
+        if var:
+            os.environ.pop(var, None)
         if old is not None:
             os.environ[var] = old
         print(f"{case}: rel. err vs eager: default {rel_err(out_a, ref):.3g}, {setting} {rel_err(out_b, ref):.3g}")
@@ -55,4 +65,4 @@ def main(case="hf:1b", setting="no_gemm_rope", rounds=7):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3]) if len(sys.argv) > 2 else main()
+    main(*sys.argv[1:3], *[int(x) for x in sys.argv[3:4]]) if len(sys.argv) > 2 else main()
