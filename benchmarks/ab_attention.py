@@ -7,9 +7,10 @@ drift (clocks, power; ~10% between processes on the H200) hits every variant ali
 A variant is `name:VAR=value|VAR=value` (MEGAKITTENS_* variables, set while its program is scheduled and its
 kernel built: MEGAKITTENS_PROFILE and MEGAKITTENS_DEFINES act there); `name:` alone is the default. Each
 round times cuDNN SDPA (the drift gauge) and every variant in both queue modes (bench: median of `iters`
-launches, CUDA events). Prints per case the medians over rounds in TFLOP/s (4 B H S^2 D, halved when
+launches, CUDA events), starting one runner later each round. Prints per case the medians over rounds in TFLOP/s (4 B H S^2 D, halved when
 causal) and each variant's ratio to the first; every variant's output is checked against flash SDPA first
-(relative error <= 1e-2, else the run stops)."""
+(relative error <= 1e-2, else the run stops). A second copy of the default under another name shows the
+tool's own noise (H200, 2026-12-04: per_sm 0.98-1.04x, global 0.99-1.01x; benchmarks/notes.md Session 33)."""
 from __future__ import annotations
 
 import argparse
@@ -85,11 +86,13 @@ def main():
                         raise SystemExit(f"ab_attention: {name} {mode} {shape} causal={causal}: rel. err {err:.3g}")
                     runners[(name, mode)] = r
             times = {k: [] for k in [("cudnn", "")] + list(runners)}
-            for _ in range(a.rounds):
+            keys = list(runners)
+            for rnd in range(a.rounds):
                 with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
                     times[("cudnn", "")].append(bench(lambda: fn(*args), iters=a.iters))
-                for k, r in runners.items():
-                    times[k].append(bench(r, iters=a.iters))
+                # Each round starts at the next runner, so no variant always follows the same one.
+                for k in keys[rnd % len(keys):] + keys[:rnd % len(keys)]:
+                    times[k].append(bench(runners[k], iters=a.iters))
             tf = {k: flops / statistics.median(v) / 1e9 for k, v in times.items()}
             label = f"({B},{H},{S},{D}) {'causal' if causal else 'full'}"
             print(f"{label}: cudnn {tf[('cudnn', '')]:.1f} TFLOP/s (rounds "
