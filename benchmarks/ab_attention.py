@@ -2,13 +2,15 @@
 drift (clocks, power; ~10% between processes on the H200) hits every variant alike.
 
     python3 benchmarks/ab_attention.py --shapes "4,32,8192,128;16,16,2048,64" \\
-        --variant c2: --variant c0:MEGAKITTENS_PROFILE=claim_chunk=0 --rounds 5
+        --variant base: --variant c0:MEGAKITTENS_PROFILE=claim_chunk=0 --rounds 5
 
-A variant is `name:VAR=value|VAR=value` (MEGAKITTENS_* variables, set while its program is scheduled and its
-kernel built: MEGAKITTENS_PROFILE and MEGAKITTENS_DEFINES act there); `name:` alone is the default. Each
-round times cuDNN SDPA (the drift gauge) and every variant in both queue modes (bench: median of `iters`
-launches, CUDA events), starting one runner later each round. Prints per case the medians over rounds in TFLOP/s (4 B H S^2 D, halved when
-causal) and each variant's ratio to the first; every variant's output is checked against flash SDPA first
+Needs a CUDA GPU. A variant is `name:VAR=value|VAR=value` (MEGAKITTENS_* variables, set while its program
+is scheduled and its kernel built: MEGAKITTENS_PROFILE and MEGAKITTENS_DEFINES act there); `name:` alone
+is the default; names must differ. Programs are scheduled for cluster size 1 (`megakittens.compile`'s
+default is 2). Each round times cuDNN SDPA (the drift gauge) and every variant in each of `--modes`
+(per_sm, global; bench: median of `iters` launches, CUDA events), starting one runner later each round.
+Prints per case the medians over rounds in TFLOP/s (4 B H S^2 D, halved when causal) and each variant's
+ratio to the first; every variant's output is checked against flash SDPA first
 (relative error <= 1e-2, else the run stops). A second copy of the default under another name shows the
 tool's own noise (H200, 2026-12-04: per_sm 0.98-1.04x, global 0.99-1.01x; benchmarks/notes.md Session 33)."""
 from __future__ import annotations
@@ -65,10 +67,25 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     a = ap.parse_args()
     variants = [_parse_variant(v) for v in (a.variant or ["default:"])]
+    names = [n for n, _ in variants]
+    if len(set(names)) != len(names):
+        ap.error(f"--variant: names must differ, got {names}")
     modes = a.modes.split(",")
+    if not modes or any(m not in ("per_sm", "global") for m in modes):
+        ap.error(f"--modes: a comma-joined subset of per_sm,global, got {a.modes!r}")
+    if a.rounds < 1 or a.iters < 1:
+        ap.error(f"--rounds and --iters must be >= 1, got {a.rounds} and {a.iters}")
+    try:
+        shapes = [tuple(int(x) for x in t.split(",")) for t in a.shapes.split(";") if t.strip()]
+    except ValueError:
+        shapes = []
+    if not shapes or any(len(t) != 4 or min(t) < 1 for t in shapes):
+        ap.error(f'--shapes: "B,H,S,D;..." of positive ints, got {a.shapes!r}')
+    if not torch.cuda.is_available():
+        raise SystemExit("ab_attention: needs a CUDA GPU (it times the megakernel against cuDNN SDPA)")
     causals = {"both": (False, True), "causal": (True,), "full": (False,)}[a.causal]
-    for shape in filter(None, a.shapes.split(";")):
-        B, H, S, D = (int(x) for x in shape.split(","))
+    for B, H, S, D in shapes:
+        shape = f"{B},{H},{S},{D}"
         args = [torch.randn(B, H, S, D, dtype=BF16, device="cuda") for _ in range(3)]
         for causal in causals:
             fn = _sdpa(causal)

@@ -61,12 +61,13 @@ class Options:
         ``MEGAKITTENS_PROFILE="gemm_split_k=1,gemm_n_narrow=0"`` (fields in PROFILE_OVERRIDES, int values)
         applied. Raises ValueError naming a malformed entry, an unknown field or a value out of its range."""
         import os  # noqa: PLC0415
+        import re  # noqa: PLC0415
         from megakittens import _C  # noqa: PLC0415
         p = _C.Profile.by_name(*self.profile_args())
         seen = {}
         for item in filter(None, (s.strip() for s in os.environ.get("MEGAKITTENS_PROFILE", "").split(","))):
             key, _, value = item.partition("=")
-            if key not in PROFILE_OVERRIDES or not value.lstrip("-").isdigit():
+            if key not in PROFILE_OVERRIDES or re.fullmatch(r"-?[0-9]+", value) is None:
                 raise ValueError(f"megakittens: MEGAKITTENS_PROFILE entry {item!r} must be <field>=<int> with field "
                                  f"one of {', '.join(PROFILE_OVERRIDES)}")
             if key in seen:

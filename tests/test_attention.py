@@ -247,7 +247,7 @@ def test_balance_costs_in_chunks_matches_eager(monkeypatch):
 def test_global_queue_claims_causal_tiles_longest_first(cluster_size, balance, waves):
     """[Note: global claim order] (src/schedule/phase1_place.cpp): the global queue's table takes a causal
     Attention node's tiles in chunks of claim_chunk x SMs / G cluster groups of the IType's order (each
-    head's tiles longest to shortest; the remainder joins the last chunk; h200's claim_chunk 2), each
+    head's tiles longest to shortest; the remainder joins the last chunk; h200's claim_chunk 4), each
     chunk longest first; claim_chunk 0 is one chunk, -1 the IType's order: its rows a permutation of the
     node's own instructions, a cluster's ranks side by side, whatever the per-SM placement
     (balance_costs)."""

@@ -456,8 +456,15 @@ def test_sdpa_dropout_error_names_the_cause():
 
 
 def test_softmax_error_names_the_model_code_too():
-    with pytest.raises(Exception, match=r"_softmax.*softmax in the model's code"):
-        megakittens.compile(lambda x: torch.softmax(x, -1))(randn(8, 64))
+    """A softmax of the model's own (aten._softmax, not SDPA's _safe_softmax) is named as such, without
+    SDPA's list of causes; SDPA with value's head dim unlike query's names both dims."""
+    with pytest.raises(Exception, match=r"_softmax.*softmax of the model's own code") as e:
+        megakittens.compile(lambda x, w: torch.softmax(x @ w, -1))(randn(8, 32), randn(32, 64))
+    assert "unsqueeze" not in str(e.value) and 'fallback="eager"' in str(e.value)
+    torch._dynamo.reset()
+    q, v = randn(1, 2, 64, 64), randn(1, 2, 64, 128)
+    with pytest.raises(Exception, match=r"_safe_softmax.*value's head dim \(128\) differs from query's \(64\)"):
+        megakittens.compile(lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v))(q, q, v)
 
 
 def test_where_error_names_the_mask():

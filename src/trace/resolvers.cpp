@@ -3,6 +3,7 @@
 
 #include "ir/strings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -488,8 +489,52 @@ std::string unsupported_hint(const std::string& target) {
 
 }  // namespace
 
+namespace {
+// The last dim of node `i`'s first output, or -1.
+int64_t last_dim(const FxGraph& g, int64_t i) {
+  if (i < 0 || i >= static_cast<int64_t>(g.nodes.size())) return -1;
+  const auto& outs = g.nodes[i].outputs;
+  return !outs.empty() && outs[0] && !outs[0]->shape.empty() ? outs[0]->shape.back() : -1;
+}
+
+bool is_batched_matmul(const std::string& t) {
+  return t.rfind("aten.bmm.", 0) == 0 || t.rfind("aten.matmul.", 0) == 0 || t.rfind("aten.mm.", 0) == 0;
+}
+
+// SDPA's decomposition around its softmax: scores = q @ k^T (maybe scaled, cast, viewed) and out = P @ v.
+// Returns (query's head dim, value's head dim), -1 where the walk from the softmax node `s` does not find
+// the matmul within a few single-input steps.
+std::pair<int64_t, int64_t> sdpa_head_dims(const FxGraph& g, int64_t s) {
+  int64_t dq = -1, dv = -1;
+  for (int64_t i = s, step = 0; step < 8 && i >= 0 && dq < 0; ++step) {  // back to the q @ k^T matmul
+    const FxNode& x = g.nodes[i];
+    if (x.args.empty() || !x.args[0].is_node()) break;
+    i = x.args[0].i;
+    if (is_batched_matmul(g.nodes[i].target) && !g.nodes[i].args.empty() && g.nodes[i].args[0].is_node())
+      dq = last_dim(g, g.nodes[i].args[0].i);
+  }
+  std::vector<int64_t> frontier{s};  // forward, through every user, to the P @ v matmul
+  for (int step = 0; step < 4 && dv < 0 && !frontier.empty(); ++step) {
+    std::vector<int64_t> next;
+    for (int64_t j = frontier.front() + 1; j < static_cast<int64_t>(g.nodes.size()) && dv < 0; ++j) {
+      const FxNode& y = g.nodes[j];
+      for (size_t a = 0; a < y.args.size(); ++a)
+        if (y.args[a].is_node() && std::find(frontier.begin(), frontier.end(), y.args[a].i) != frontier.end()) {
+          if (a == 0 && is_batched_matmul(y.target) && y.args.size() >= 2 && y.args[1].is_node())
+            dv = last_dim(g, y.args[1].i);
+          next.push_back(j);
+          break;
+        }
+    }
+    frontier = std::move(next);
+  }
+  return {dq, dv};
+}
+}  // namespace
+
 // What the graph around an unsupported softmax shows of its cause: random numbers drawn (dropout, as SDPA's
-// decomposition with dropout_p > 0), or scores that are not 4-D (SDPA on 3-D query / key / value).
+// decomposition with dropout_p > 0), scores that are not 4-D (SDPA on 3-D query / key / value), value's
+// head dim unlike query's, or (aten._softmax, not SDPA's _safe_softmax) a softmax of the model's own.
 std::string softmax_cause(const FxGraph& g, const FxNode& n) {
   for (const FxNode& m : g.nodes)
     for (const char* p : {"aten.native_dropout", "aten.bernoulli", "aten.rand"})
@@ -497,12 +542,22 @@ std::string softmax_cause(const FxGraph& g, const FxNode& n) {
         return "; the graph draws random numbers (node '" + m.name + "', " + m.target +
                "): dropout, as SDPA's decomposition has it when dropout_p > 0; pass dropout_p=0 or call "
                "model.eval()";
+  if (n.target == "aten._softmax.default")
+    return "; a softmax of the model's own code (torch.softmax / F.softmax): only the one inside "
+           "F.scaled_dot_product_attention has an instruction type";
   if (!n.args.empty() && n.args[0].is_node() && n.args[0].i >= 0 && n.args[0].i < static_cast<int64_t>(g.nodes.size())) {
     const FxNode& x = g.nodes[n.args[0].i];
     if (!x.outputs.empty() && x.outputs[0] && x.outputs[0]->shape.size() != 4)
       return "; its scores have shape " + shape_str(x.outputs[0]->shape) +
              ", not 4-D (B, H, Sq, Sk): SDPA's decomposition when query / key / value are not 4-D; unsqueeze "
              "them to (B, H, S, D)";
+  }
+  const int64_t self = &n - g.nodes.data();
+  if (self >= 0 && self < static_cast<int64_t>(g.nodes.size())) {
+    const auto [dq, dv] = sdpa_head_dims(g, self);
+    if (dq > 0 && dv > 0 && dq != dv)
+      return "; value's head dim (" + std::to_string(dv) + ") differs from query's (" + std::to_string(dq) +
+             "): Attention needs them equal";
   }
   return "";
 }
@@ -519,8 +574,10 @@ Resolution resolve_op(const FxGraph& g, const FxNode& n) {
   if (it == registry().end() || n.op != "call_function") {
     const std::string shown = target == n.target ? target : n.target + "(" + target + ")";
     const bool softmax = target == "aten._safe_softmax.default" || target == "aten._softmax.default";
-    fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)", softmax ? softmax_cause(g, n) : "",
-         unsupported_hint(target));
+    // A cause the graph shows replaces the general list of them.
+    const std::string cause = softmax ? softmax_cause(g, n) : "";
+    fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)",
+         cause.empty() ? unsupported_hint(target) : cause + "; or fallback=\"eager\"");
   }
   const OpCall call(g, n, target, it->second.schema);
   try {
