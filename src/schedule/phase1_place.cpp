@@ -215,7 +215,8 @@ void phase1_count_and_place(ScheduleState& st) {
       std::vector<int64_t> order = claim_order(cost, pf.num_sms, c, pf.claim_chunk);
       if (pf.balance_costs == 1 || pf.balance_costs == 3 ||
           (pf.balance_costs == 2 && ns.count <= int64_t{Profile::kBalanceMaxPerSm} * pf.num_sms))
-        if (const std::vector<int64_t> pos = balance_costs(descs, cost, ns.start, pf.num_sms, c, pf.balance_costs == 3 ? pf.claim_chunk : 0);
+        if (const std::vector<int64_t> pos = balance_costs(descs, cost, ns.start, pf.num_sms, c,
+                                                           pf.balance_costs == 3 ? pf.claim_chunk : 0);
             !pos.empty())
           for (int64_t& g : order) g = pos[g];
       claims.emplace_back(ns.start, std::move(order));
