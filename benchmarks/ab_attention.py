@@ -21,10 +21,10 @@ import statistics
 import sys
 
 import torch
-import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(__file__))
+from attention import _sdpa  # noqa: E402
 from common import MkRunner, bench, program_for  # noqa: E402
 
 BF16 = torch.bfloat16
@@ -39,12 +39,6 @@ def _parse_variant(text):
             raise SystemExit(f"ab_attention: variant {text!r}: entries must be MEGAKITTENS_*=value")
         env[var] = value
     return name or "default", env
-
-
-def _sdpa(causal):
-    def fn(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    return fn
 
 
 def _with_env(env, fn):
