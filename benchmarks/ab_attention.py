@@ -25,30 +25,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(__file__))
 from attention import _sdpa  # noqa: E402
-from common import MkRunner, bench, program_for  # noqa: E402
+from common import MkRunner, bench, parse_variant, program_for, with_env  # noqa: E402
 
 BF16 = torch.bfloat16
-
-
-def _parse_variant(text):
-    name, _, rest = text.partition(":")
-    env = {}
-    for item in filter(None, rest.split("|")):
-        var, eq, value = item.partition("=")
-        if not eq or not var.startswith("MEGAKITTENS_"):
-            raise SystemExit(f"ab_attention: variant {text!r}: entries must be MEGAKITTENS_*=value")
-        env[var] = value
-    return name or "default", env
-
-
-def _with_env(env, fn):
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return fn()
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 def main():
@@ -60,7 +39,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=10)
     a = ap.parse_args()
-    variants = [_parse_variant(v) for v in (a.variant or ["default:"])]
+    variants = [parse_variant(v, "ab_attention") for v in (a.variant or ["default:"])]
     names = [n for n, _ in variants]
     if len(set(names)) != len(names):
         ap.error(f"--variant: names must differ, got {names}")
@@ -88,9 +67,9 @@ def main():
                 ref = fn(*args).float()
             runners = {}
             for name, env in variants:
-                p = _with_env(env, lambda: program_for(fn, args, cluster_size=1, name=f"ab_{B}x{H}x{S}x{D}_{int(causal)}"))
+                p = with_env(env, lambda: program_for(fn, args, cluster_size=1, name=f"ab_{B}x{H}x{S}x{D}_{int(causal)}"))
                 for mode in modes:
-                    r = _with_env(env, lambda: MkRunner(p, args, {"global_work_queue": mode == "global"}))
+                    r = with_env(env, lambda: MkRunner(p, args, {"global_work_queue": mode == "global"}))
                     r()
                     err = ((r.outputs()[0].float() - ref).norm() / ref.norm()).item()
                     if not err <= 1e-2:

@@ -108,6 +108,30 @@ def program_for(fn, example_args, cluster_size=1, name="bench", fuse=True):
     return _C.schedule(dag, Options(cluster_size=cluster_size).profile(), cluster_size=cluster_size)
 
 
+def parse_variant(text, tool):
+    """An A/B variant `name:VAR=value|VAR=value` (MEGAKITTENS_* variables) as (name, env); `name:` alone is
+    the default. Raises SystemExit naming `tool` and the entry when an entry is not MEGAKITTENS_*=value."""
+    name, _, rest = text.partition(":")
+    env = {}
+    for item in filter(None, rest.split("|")):
+        var, eq, value = item.partition("=")
+        if not eq or not var.startswith("MEGAKITTENS_"):
+            raise SystemExit(f"{tool}: variant {text!r}: entries must be MEGAKITTENS_*=value")
+        env[var] = value
+    return name or "default", env
+
+
+def with_env(env, fn):
+    """fn() with the variables of env set, the old values restored after."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return fn()
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
 class MkRunner:
     """Launches a Program over fixed slot buffers (inputs = args), as the dispatcher would."""
 

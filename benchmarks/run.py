@@ -39,7 +39,29 @@ def suite_ceilings(env):
     return rows
 
 
-def _copy_gbs():
+# The memory suite's ops: name -> (fn, number of (rows, cols) inputs, passes over one tensor's bytes);
+# rmsnorm also takes a (cols,) weight (memory_args).
+MEMORY_CASES = {
+    "relu": (lambda x: torch.relu(x), 1, 2),
+    "add": (lambda x, y: x + y, 2, 3),
+    "rmsnorm": (lambda x, w: mkops.rms_norm(x, w, 1e-6), 1, 2),
+}
+
+
+def memory_args(name, r, c):
+    """Fresh random bf16 CUDA inputs of MEMORY_CASES[name] at (r, c)."""
+    args = [torch.randn(r, c, dtype=BF16, device="cuda") for _ in range(MEMORY_CASES[name][1])]
+    if name == "rmsnorm":
+        args.append(torch.randn(c, dtype=BF16, device="cuda"))
+    return args
+
+
+def memory_ref(name, fn, args):
+    """The eager result the megakernel is checked against (fp32 math for relu / add)."""
+    return fn(*[a.float() for a in args]).to(BF16) if name != "rmsnorm" else fn(*args)
+
+
+def copy_gbs():
     n = 1 << 30
     src = torch.randn(n // 2, dtype=BF16, device="cuda")
     dst = torch.empty_like(src)
@@ -48,25 +70,19 @@ def _copy_gbs():
 
 def suite_memory(env, modes=("per_sm", "global")):
     rows = []
-    copy = _copy_gbs()
+    copy = copy_gbs()
     rows.append(row("memory", "copy 1 GiB (same run)", "bandwidth", "GB/s", copy, {}, env))
     shapes = [(4096, 4096), (8192, 8192), (16384, 8192), (16384, 16384)]
-    cases = {
-        "relu": (lambda x: torch.relu(x), 1, 2),
-        "add": (lambda x, y: x + y, 2, 3),
-        "rmsnorm": (lambda x, w: mkops.rms_norm(x, w, 1e-6), 1, 2),
-    }
+    cases = dict(MEMORY_CASES)
     # MK_MEMORY_CASES=rmsnorm (comma list) / MK_MEMORY_SHAPES=16384x8192: a subset for a quick comparison.
     keep = os.environ.get("MK_MEMORY_CASES")
     if keep:
         cases = {k: v for k, v in cases.items() if k in keep.split(",")}
     if os.environ.get("MK_MEMORY_SHAPES"):
         shapes = [tuple(int(v) for v in s.split("x")) for s in os.environ["MK_MEMORY_SHAPES"].split(",")]
-    for name, (fn, nin, passes) in cases.items():
+    for name, (fn, _, passes) in cases.items():
         for (r, c) in shapes:
-            args = [torch.randn(r, c, dtype=BF16, device="cuda") for _ in range(nin)]
-            if name == "rmsnorm":
-                args.append(torch.randn(c, dtype=BF16, device="cuda"))
+            args = memory_args(name, r, c)
             bytes_moved = passes * r * c * 2
             eager_ms = bench(lambda: fn(*args), iters=20, device_only=True)
             p = program_for(fn, args, name=f"{name}_{r}x{c}")
@@ -75,7 +91,7 @@ def suite_memory(env, modes=("per_sm", "global")):
                 mk_ms = bench(runner, iters=20, device_only=True)
                 call_ms = bench(runner, iters=20)  # the same with the host's launch latency (GPU idle before)
                 out = runner.outputs()[0]
-                ref = fn(*[a.float() for a in args]).to(BF16) if name != "rmsnorm" else fn(*args)
+                ref = memory_ref(name, fn, args)
                 err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
                 mb = r * c * 2 / 2 ** 20
                 rows.append(row("memory", f"{name} {r}x{c} ({mb:.0f} MB/tensor) {mode}", "bandwidth", "GB/s",
