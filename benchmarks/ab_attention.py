@@ -25,7 +25,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(__file__))
 from attention import _sdpa  # noqa: E402
-from common import MkRunner, bench, parse_variant, program_for, with_env  # noqa: E402
+from common import MkRunner, ab_common_args, bench, program_for, with_env  # noqa: E402
 
 BF16 = torch.bfloat16
 
@@ -34,20 +34,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="16,16,2048,128", help='"B,H,S,D;..."')
     ap.add_argument("--causal", choices=("both", "causal", "full"), default="both")
-    ap.add_argument("--modes", default="per_sm,global")
-    ap.add_argument("--variant", action="append", default=[], help="name:VAR=value|VAR=value (repeat)")
-    ap.add_argument("--rounds", type=int, default=5)
+    check = ab_common_args(ap, "ab_attention")
     ap.add_argument("--iters", type=int, default=10)
     a = ap.parse_args()
-    variants = [parse_variant(v, "ab_attention") for v in (a.variant or ["default:"])]
-    names = [n for n, _ in variants]
-    if len(set(names)) != len(names):
-        ap.error(f"--variant: names must differ, got {names}")
-    modes = a.modes.split(",")
-    if not modes or any(m not in ("per_sm", "global") for m in modes):
-        ap.error(f"--modes: a comma-joined subset of per_sm,global, got {a.modes!r}")
-    if a.rounds < 1 or a.iters < 1:
-        ap.error(f"--rounds and --iters must be >= 1, got {a.rounds} and {a.iters}")
+    variants, modes = check(a)
     try:
         shapes = [tuple(int(x) for x in t.split(",")) for t in a.shapes.split(";") if t.strip()]
     except ValueError:

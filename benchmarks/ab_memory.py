@@ -20,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import MkRunner, bench, parse_variant, program_for, with_env  # noqa: E402
+from common import MkRunner, ab_common_args, bench, program_for, with_env  # noqa: E402
 from run import MEMORY_CASES, copy_gbs, memory_args, memory_ref  # noqa: E402
 
 
@@ -28,23 +28,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default="rmsnorm", help="comma list of " + ",".join(MEMORY_CASES))
     ap.add_argument("--shapes", default="16384x8192", help="comma list of ROWSxCOLS")
-    ap.add_argument("--modes", default="per_sm,global")
-    ap.add_argument("--variant", action="append", default=[], help="name:VAR=value|VAR=value (repeat)")
-    ap.add_argument("--rounds", type=int, default=5)
+    check = ab_common_args(ap, "ab_memory")
     ap.add_argument("--iters", type=int, default=20)
     a = ap.parse_args()
-    variants = [parse_variant(v, "ab_memory") for v in (a.variant or ["default:"])]
-    names = [n for n, _ in variants]
-    if len(set(names)) != len(names):
-        ap.error(f"--variant: names must differ, got {names}")
+    variants, modes = check(a)
     cases = a.cases.split(",")
     if any(c not in MEMORY_CASES for c in cases):
         ap.error(f"--cases: a comma list of {','.join(MEMORY_CASES)}, got {a.cases!r}")
-    modes = a.modes.split(",")
-    if any(m not in ("per_sm", "global") for m in modes):
-        ap.error(f"--modes: a comma-joined subset of per_sm,global, got {a.modes!r}")
-    if a.rounds < 1 or a.iters < 1:
-        ap.error(f"--rounds and --iters must be >= 1, got {a.rounds} and {a.iters}")
     try:
         shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",") if s.strip()]
     except ValueError:

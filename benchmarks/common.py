@@ -121,6 +121,28 @@ def parse_variant(text, tool):
     return name or "default", env
 
 
+def ab_common_args(ap, tool):
+    """Adds the A/B tools' shared arguments (--modes, --variant, --rounds, --iters) to the argparse parser
+    ap; returns a function that checks them on the parsed namespace and gives (variants, modes), calling
+    ap.error on a bad value."""
+    ap.add_argument("--modes", default="per_sm,global")
+    ap.add_argument("--variant", action="append", default=[], help="name:VAR=value|VAR=value (repeat)")
+    ap.add_argument("--rounds", type=int, default=5)
+
+    def check(a):
+        variants = [parse_variant(v, tool) for v in (a.variant or ["default:"])]
+        names = [n for n, _ in variants]
+        if len(set(names)) != len(names):
+            ap.error(f"--variant: names must differ, got {names}")
+        modes = a.modes.split(",")
+        if any(m not in ("per_sm", "global") for m in modes):
+            ap.error(f"--modes: a comma-joined subset of per_sm,global, got {a.modes!r}")
+        if a.rounds < 1 or a.iters < 1:
+            ap.error(f"--rounds and --iters must be >= 1, got {a.rounds} and {a.iters}")
+        return variants, modes
+    return check
+
+
 def with_env(env, fn):
     """fn() with the variables of env set, the old values restored after."""
     old = {k: os.environ.get(k) for k in env}
