@@ -268,9 +268,10 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
       sh.stages[s].num_sems = 0;
       sh.stages[s].index = -1;
     }
+    sh.kept_ptr = 0, sh.kept_c = -1, sh.kept_pid = -1, sh.kept_iter = -2;
     // Page tokens start free: initialise, then arrive once (seed §08 step 4).
     for (int p = 0; p < kNumPages; ++p) cuda::ptx::mbarrier_init(&sh.page_finished[p], 1);
-    for (int p = 0; p < kNumPages; ++p) arrive(&sh.page_finished[p]);
+    for (int p = 0; p < kNumPages; ++p) arrive(&sh.page_finished[p]), sh.page_count[p] = 0;
     for (int w = 0; w < kMapFenceWords; ++w) sh.map_fenced[0][w] = sh.map_fenced[1][w] = 0;
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }

@@ -182,11 +182,17 @@ struct Shared {
   u64 inst_arrived[2];
   u64 inst_finished[2];
   u64 page_finished[kNumPages];
+  u32 page_count[kNumPages];  // finishes of each page so far ([Note: page counts])
   u64 claim_arrived[2];    // cluster 2: rank 0 forwards its claim (global queue) and its page renaming
   u32 claim[2];
   i32 claim_pid[2][8];     // [Note: cluster page renaming]
   u32 map_fenced[2][kMapFenceWords];  // MK_MAPS_IN_GLOBAL: maps the loader (0) / storer (1) lane fenced
   u64 t_entry, t_ready;    // [Note: timeline] kEvCtaEntry / kEvCtaReady (written only with a timeline)
+  // The weight row the last RMSNorm left in its weight page (address, C, page id, iteration), written by
+  // whichever loader warp loaded it: the next instruction with the same weight in the same page reads it
+  // in place (rms_norm.cuh [Note: resident weight]).
+  u64 kept_ptr;
+  i32 kept_c, kept_pid, kept_iter;
 };
 // 227 KB of shared memory per block on sm_90 (CUDA C++ Programming Guide, compute capability 9.0 table).
 static_assert(sizeof(Shared) + kDynamicSmem <= 232448, "static + dynamic shared memory exceeds 227 KB");
@@ -204,11 +210,6 @@ struct Ctx {
   const i32* words = nullptr;  // this iteration's instruction words ([Note: word ring])
   int index = -1;          // this role's current instruction (st->index may already name the next one
                            // once the storer has handed the stage back)
-  // Loader: the weight row the last RMSNorm left in its weight page (address, C, page id, iteration);
-  // the next instruction with the same weight in the same page reads it in place (rms_norm.cuh
-  // [Note: resident weight]).
-  unsigned long long kept_ptr = 0;
-  int kept_c = -1, kept_pid = -1, kept_iter = -2;
 
   __device__ const i32* inst() const { return words; }
   __device__ int icode() const { return icode_of(words[kWIcode]); }
@@ -541,14 +542,39 @@ __device__ __forceinline__ void store_done(Ctx& c) { release_dst(c, hand_back(c)
 
 // ---- pages (seed §10) ----
 
+// [Note: page counts] Every instruction finishes each of the 7 pages once, so the instruction of
+// iteration i may use a page once it has been finished i times ([Note: page phases]). The parity wait
+// alone cannot tell a page two phases behind from one that is ready: that happens when instruction i's
+// loader runs before i - 1's (two loader warps, [Note: two loaders]) while i - 2 still finishes pages
+// after its hand-back (RMSNorm, [Note: early hand-back]). So a finisher also raises page_count[pid] to
+// its iteration + 1 (after its arrive), and a waiter first waits for page_count >= its iteration, then
+// for the parity (which then cannot alias; its acquire orders the page's contents).
+__device__ __forceinline__ bool page_count_lane(Ctx& c, int lid) {
+  const volatile u32* n = &c.sh->page_count[c.st->pid[lid]];
+  const u32 need = static_cast<u32>(c.iter);
+  if (*n >= need) return true;
+  Watch w;
+  while (*n < need)
+    if ((++w.spins & kWatchEvery) == 0 && !watchdog_ok(c, w, 7, lid, static_cast<int>(*n), static_cast<int>(need)))
+      return false;
+  return true;
+}
 __device__ __forceinline__ bool page_wait(Ctx& c, int lid) {
+  const bool ok = c.lane != 0 || page_count_lane(c, lid);
+  if (!warp_ok(c, ok)) return false;
   return wait(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
 }
 // Single lane: wait until this instruction may write logical page `lid`.
 __device__ __forceinline__ bool page_wait_lane(Ctx& c, int lid) {
-  return wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
+  return page_count_lane(c, lid) &&
+         wait_lane(c, &c.sh->page_finished[c.st->pid[lid]], static_cast<u32>(c.iter & 1), 3, 100 + lid);
 }
-__device__ __forceinline__ void page_finish(Ctx& c, int lid) { arrive(&c.sh->page_finished[c.st->pid[lid]]); }
+// One lane: instruction `iter` is done with physical page `pid` ([Note: page counts]).
+__device__ __forceinline__ void finish_pid(Shared* sh, int pid, int iter) {
+  arrive(&sh->page_finished[pid]);
+  atomicMax(&sh->page_count[pid], static_cast<u32>(iter + 1));
+}
+__device__ __forceinline__ void page_finish(Ctx& c, int lid) { finish_pid(c.sh, c.st->pid[lid], c.iter); }
 
 // Loader, one lane: wait and release at once every lid in [first, last).
 __device__ __forceinline__ bool release_unused(Ctx& c, int first, int last = kNumPages) {
@@ -572,8 +598,8 @@ struct ControllerRole {};
 // spare warp, its even ones by the loader warp: the next instruction's loader waits for its inputs,
 // fences its tile maps and issues its first k-tiles while this one's loader still issues the last ones
 // (timeline gemm4k: the loader began the next Gemm ~0.6 us before the mainloop ended and took ~2.9 us to
-// its first copy, the tensor core idle ~4 us a tile; benchmarks/notes.md Session 17). Every other IType
-// keeps one loader warp (the RMSNorm loader's resident weight needs consecutive iterations).
+// its first copy, the tensor core idle ~4 us a tile; benchmarks/notes.md Session 17). Attention and
+// RMSNorm ([Note: page-wise rows]) too; every other IType keeps one loader warp.
 // MK_TWO_LOADERS=0: the loader warp loads everything.
 #ifndef MK_TWO_LOADERS
 #define MK_TWO_LOADERS 1

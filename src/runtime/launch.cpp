@@ -39,7 +39,7 @@ struct SlotDesc {
 static_assert(sizeof(SlotDesc) == kSlotBytes, "host SlotDesc mirrors kernels/mk/vm.cuh");
 
 const char* kSiteNames[] = {"?", "input barrier", "reuse barrier", "pipeline mbarrier", "instruction slot",
-                            "icode check", "index check"};
+                            "icode check", "index check", "page count"};
 
 // The tiny probe kernel of max_ctas(): the megakernel's launch shape, no body.
 const char* kProbePtx =
@@ -334,7 +334,7 @@ void GpuKernel::reset_state() {
 
 std::string GpuKernel::diag_message(const Diag& g) const {
   using std::to_string;
-  const int site = (g.site >= 1 && g.site <= 6) ? g.site : 0;
+  const int site = (g.site >= 1 && g.site <= 7) ? g.site : 0;
   std::string m = g.site == 6 ? "megakittens: the megakernel for '" + program_.name + "' read an index out of range"
                               : "megakittens watchdog: the megakernel for '" + program_.name +
                                     "' stopped making progress (" + kSiteNames[site] + ")";
@@ -356,6 +356,9 @@ std::string GpuKernel::diag_message(const Diag& g) const {
          to_string(g.target) + " (launch epoch " + to_string(g.epoch) + ")";
   else if (g.site == 3 || g.site == 4)
     m += "\n  shared mbarrier " + to_string(g.barrier) + ", parity " + to_string(g.value);
+  else if (g.site == 7)  // kernels/mk/vm.cuh [Note: page counts]
+    m += "\n  page token " + to_string(g.barrier) + ": finished " + to_string(g.value) + " times, waiting for " +
+         to_string(g.target);
   m += "\n  waited " + to_string(g.waited_ns / 1000000) + " ms";
   return m;
 }

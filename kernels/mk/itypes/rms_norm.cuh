@@ -4,14 +4,20 @@
 // lid 3 the same way (L2-resident, so the extra copy costs no HBM traffic). Warp w normalises rows
 // w, w+8, ... in fp32 in place. The host sizes `rows` (src/itypes/rms_norm.cpp, profile.rms_norm_pages).
 // [Note: page release order] three unused lids first, then the weight (lid 3; the storer frees it once
-// the rows are computed), then the rest of the unused lids, the row pages last (freed after their stores
-// have read them). The next instruction's rows land in pages that were free already; with np row pages
-// per instruction the row pages rotate through 7 - 1 = 6 pages, so instruction i's loads wait for the
-// stores of instruction i - 6 / np (np = 3: i - 2; np = 2: i - 3), and the weight stays in one page.
+// the rows are computed), then the rest of the unused lids, the row pages last, lid 0 first (each freed
+// once its rows' stores have read it). The next instruction's rows land in pages that were free already;
+// with np row pages per instruction the row pages rotate through 7 - 1 = 6 pages, so instruction i's
+// loads wait for the stores of instruction i - 6 / np (np = 3: i - 2; np = 2: i - 3), and the weight
+// stays in one page. [Note: page-wise rows] row lid k of instruction i is row lid k of i - 6 / np, and
+// both ends go page by page in lid order: the storer frees lid 0 as soon as its rows are read, and the
+// loader issues lid 0's rows as soon as it has that page, before it waits for lid 1.
 // Page phases: [Note: page phases] in elementwise.cuh.
 #pragma once
 #include "mk/itypes/elementwise.cuh"
 
+#ifndef MK_RMS_TWO_LOADERS  // RMSNorm's odd iterations loaded by the spare warp ([Note: two loaders])
+#define MK_RMS_TWO_LOADERS 1
+#endif
 #ifndef MK_RMS_SPREAD  // 0: warp-per-row only (A/B switch for [Note: rms spread])
 #define MK_RMS_SPREAD 1
 #endif
@@ -29,6 +35,10 @@ struct RMSNorm {
   static constexpr int num_semaphores = 3;
   static __device__ int semaphore_count(int i) { return i == kComputed ? kConsumerWarps * 32 : 32; }
   static constexpr int kXPages = 3, kWeightLid = kXPages, kUsedPages = kXPages + 1;
+  // [Note: two loaders] (mk/vm.cuh): instruction i + 2's loader issues its first row page while i + 1's
+  // passes i's later row pages on ([Note: page-wise rows]); safe with the early hand-back only because the
+  // page waits count ([Note: page counts] in mk/vm.cuh).
+  static constexpr bool kTwoLoaders = MK_RMS_TWO_LOADERS;
   static __device__ int row_bytes(int C) { return (2 * C + 127) / 128 * 128; }
   // Row pages the instruction uses (index words 12 rows, 13 C): lids [0, np); lids [np, 3) are unused.
   static __device__ int row_pages(const i32* idx) {
@@ -43,7 +53,7 @@ struct RMSNorm {
     if (q < 3) return unused(q);
     if (q == 3) return kWeightLid;
     if (q < nu + 1) return unused(q - 1);
-    return kNumPages - 1 - q;  // the row pages, last one first
+    return q - (nu + 1);  // the row pages, lid 0 first ([Note: page-wise rows])
   }
   // Loader: wait for and pass on at once the unused lids.
   static __device__ bool release_unused_lids(Ctx& c, int np) {
@@ -79,10 +89,6 @@ struct RMSNorm {
     if (!release_unused_lids(c, np)) return;
 #endif
     if (!wait_inputs(c)) return;
-    bool ok = true;
-    if (c.lane == 0)
-      for (int lid = 0; lid < np && ok; ++lid) ok = page_wait_lane(c, lid);
-    if (!warp_ok(c, ok)) return;
     const i32* idx = c.idx();
     const int b = idx[0], d = idx[1], r0 = idx[2], col0 = idx[3], C = idx[13];
     int rows = idx[12];
@@ -95,21 +101,33 @@ struct RMSNorm {
     const bool xbulk = false;
     rows = 0;
 #endif
-    // Announce the bulk bytes (no arrive), copy, then every lane arrives after its copies, so the phase
-    // cannot complete before they are done.
-    if (c.lane == 0 && xbulk)
-      cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                    c.sem(kRowsLoaded), static_cast<u32>(rows * 2 * C));
-    __syncwarp();
-    if (xbulk) {
-      for (int r = c.lane; r < rows; r += 32)
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, rw.at(r),
-                                 xp + static_cast<long long>(r) * x.dims[3],
-                                 static_cast<u32>(2 * C), c.sem(kRowsLoaded));
-    } else {
-      for (int r = 0; r < rows; ++r) {
-        __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
-        for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
+    // [Note: page-wise rows] page by page: wait for the page, announce its bulk bytes (no arrive), copy
+    // its rows; every lane arrives after all its copies, so the phase cannot complete before they are
+    // done. An abort after the first page arrives and drains what was issued.
+    bool ok = true;
+    for (int lid = 0; lid < np; ++lid) {
+      ok = c.lane != 0 || page_wait_lane(c, lid);
+      if (!warp_ok(c, ok)) {
+        if (lid == 0) return;
+        arrive(c.sem(kRowsLoaded));
+        if (c.lane == 0) drain_loads(c.sem(kRowsLoaded));
+        return;
+      }
+      const int ra = lid * rw.per_page, rb = min(rows, ra + rw.per_page);
+      if (xbulk) {
+        if (c.lane == 0 && rb > ra)
+          cuda::ptx::mbarrier_expect_tx(cuda::ptx::sem_relaxed, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                        c.sem(kRowsLoaded), static_cast<u32>((rb - ra) * 2 * C));
+        __syncwarp();
+        for (int r = ra + c.lane; r < rb; r += 32)
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, rw.at(r),
+                                   xp + static_cast<long long>(r) * x.dims[3],
+                                   static_cast<u32>(2 * C), c.sem(kRowsLoaded));
+      } else {
+        for (int r = ra; r < rb; ++r) {
+          __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+          for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
+        }
       }
     }
     arrive(c.sem(kRowsLoaded));
@@ -127,11 +145,18 @@ struct RMSNorm {
       // [Note: resident weight] the previous instruction of this CTA (iteration - 1) loaded the same weight
       // row into the same page, and the page passed straight from it to this one (release order position
       // 3 -> lid 3; nothing else can hold it in between), so the row is still there: no copy. Its load
-      // completed before that instruction's consumers finished, which the page wait above follows.
+      // completed before that instruction's consumers finished, which the page wait above follows; so did
+      // its loader's note in Shared (the other loader warp's, under kTwoLoaders), read by lane 0 after that
+      // wait and passed on by a shuffle.
       const unsigned long long key = reinterpret_cast<unsigned long long>(wp);
       const int pid = c.st->pid[kWeightLid];
-      const bool kept = c.kept_iter == c.iter - 1 && c.kept_ptr == key && c.kept_c == C && c.kept_pid == pid;
-      c.kept_ptr = key, c.kept_c = C, c.kept_pid = pid, c.kept_iter = c.iter;
+      bool kept = false;
+      if (c.lane == 0) {
+        Shared& sh = *c.sh;
+        kept = sh.kept_iter == c.iter - 1 && sh.kept_ptr == key && sh.kept_c == C && sh.kept_pid == pid;
+        sh.kept_ptr = key, sh.kept_c = C, sh.kept_pid = pid, sh.kept_iter = c.iter;
+      }
+      kept = __shfl_sync(0xffffffffu, kept, 0);
       if (kept) {  // nothing to copy
       } else if (wbulk) {
         if (c.lane == 0) {
@@ -286,6 +311,7 @@ struct RMSNorm {
 #ifdef MK_SAFE_PAGES
     if (P::has_weight) finish |= static_cast<u32>(c.st->pid[kWeightLid]) << (4 * nfinish++);
 #endif
+    const auto finish_page = [&](int k) { finish_pid(c.sh, static_cast<int>((finish >> (4 * k)) & 15u), c.iter); };
 #ifndef MK_EXP_RMS_NO_STORE
     if (bulk_ok(y, col0, C)) {
 #else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row stores
@@ -304,10 +330,16 @@ struct RMSNorm {
       // rotate two-deep (np = 3); the row pages are finished from registers once read. A page's finishes
       // stay in order: the next owner waits for this finish before it can finish the page itself.
       const DstBarriers b = hand_back(c);
-      cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
-      __syncwarp();
+      // [Note: page-wise rows] row page k is finished once every lane with a row in it has seen its
+      // stores read: a lane waits (for all its rows) at the page of its first row, lane, and owns no row
+      // of an earlier page.
+      for (int k = 0; k < np; ++k) {
+        if (c.lane < rows && c.lane / rw.per_page == k) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+        __syncwarp();
+        if (c.lane == 0) finish_page(k);
+      }
       if (c.lane == 0)
-        for (int k = 0; k < nfinish; ++k) arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]);
+        for (int k = np; k < nfinish; ++k) finish_page(k);
       release_dst(c, b);
       return;
     }
@@ -318,7 +350,7 @@ struct RMSNorm {
     __threadfence();
     __syncwarp();
     if (c.lane == 0)
-      for (int k = 0; k < nfinish; ++k) arrive(&c.sh->page_finished[(finish >> (4 * k)) & 15u]);
+      for (int k = 0; k < nfinish; ++k) finish_page(k);
     store_done(c);
   }
 };
