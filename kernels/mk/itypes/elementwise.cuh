@@ -78,6 +78,9 @@ struct BinaryFn {
 // passes while the page is still in use). So every page_finish must be ordered after this
 // instruction's wait on that page (same lane, or loader wait -> loads -> loaded sem -> consumers ->
 // computed sem -> storer) and after every read and write of the page (TMA stores: wait_group_read).
+// A waiter two phases early (a loader running ahead of the other loader warp while the instruction
+// before the previous one still finishes pages after its hand-back) is held back by the page counts
+// (mk/vm.cuh [Note: page counts]) before it tests the parity.
 
 // Abort path of a loader, one lane: the loads it issued must not land in shared memory after the
 // CTA exits (a sticky launch error). Waits for the phase they complete, without the abort check,
