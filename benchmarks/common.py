@@ -122,9 +122,9 @@ def parse_variant(text, tool):
 
 
 def ab_common_args(ap, tool):
-    """Adds the A/B tools' shared arguments (--modes, --variant, --rounds, --iters) to the argparse parser
-    ap; returns a function that checks them on the parsed namespace and gives (variants, modes), calling
-    ap.error on a bad value."""
+    """Adds the A/B tools' shared arguments (--modes, --variant, --rounds) to the argparse parser ap;
+    returns a function that checks them and the tool's own --iters on the parsed namespace and gives
+    (variants, modes), calling ap.error on a bad value."""
     ap.add_argument("--modes", default="per_sm,global")
     ap.add_argument("--variant", action="append", default=[], help="name:VAR=value|VAR=value (repeat)")
     ap.add_argument("--rounds", type=int, default=5)

@@ -357,7 +357,7 @@ std::string GpuKernel::diag_message(const Diag& g) const {
   else if (g.site == 3 || g.site == 4)
     m += "\n  shared mbarrier " + to_string(g.barrier) + ", parity " + to_string(g.value);
   else if (g.site == 7)  // kernels/mk/vm.cuh [Note: page counts]
-    m += "\n  page token " + to_string(g.barrier) + ": finished " + to_string(g.value) + " times, waiting for " +
+    m += "\n  page lid " + to_string(g.barrier) + ": finished " + to_string(g.value) + " times, waiting for " +
          to_string(g.target);
   m += "\n  waited " + to_string(g.waited_ns / 1000000) + " ms";
   return m;
