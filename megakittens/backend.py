@@ -21,7 +21,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import _C, artifacts, decompose, fallback, fold, fx_export
 from megakittens.dispatcher import Dispatcher
-from megakittens.options import Options
+from megakittens.options import Options, work_queue_for
 
 # The most recent Dispatchers built in this process, oldest first (tests and debugging read the last
 # one); bounded so that a long-running process does not keep every compiled program alive.
@@ -100,7 +100,7 @@ def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, nam
         _log(f"{program.num_instructions} instructions, {program.num_barriers} barriers, "
              f"{len(program.slots)} slots on {program.num_sms} SMs")
     if options.save_schedule:
-        path = artifacts.save_schedule(program, name, number, options.global_work_queue)
+        path = artifacts.save_schedule(program, name, number, work_queue_for(program, options.global_work_queue))
         if options.verbose:
             _log(f"saved {path}")
     if dry_run:

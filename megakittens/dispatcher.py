@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from megakittens import _C
-from megakittens.options import Options
+from megakittens.options import Options, work_queue_for
 
 _DTYPES = {
     "bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
@@ -221,7 +221,7 @@ class Dispatcher:
         self._fill_slots(tensors, lambda meta: self._fresh(meta))
 
         self.last_stats = _C.interpret(self.program, [t.data_ptr() for t in tensors], seed=self.seed,
-                                       global_work_queue=self.options.global_work_queue)
+                                       global_work_queue=work_queue_for(self.program, self.options.global_work_queue))
         self.calls += 1
 
         return self._outputs(args, tensors, device)

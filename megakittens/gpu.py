@@ -7,7 +7,8 @@ Entry points the dispatcher uses:
   dispatcher allocates the slot tensors, reshape aliases included).
 
 ``options`` is a mapping or object with (all optional): ``use_jit_cache`` (True), ``global_work_queue``
-(False), ``watchdog_s`` (10.0), ``sync`` (False: raise watchdog errors at the next call instead of now).
+(None: chosen by program, ``options.work_queue_for``), ``watchdog_s`` (10.0), ``sync`` (False: raise
+watchdog errors at the next call instead of now).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from megakittens import _C
+from megakittens.options import work_queue_for
 
 __all__ = ["available", "num_ctas", "kernel_for", "launcher", "run_program_gpu", "run_program_ptrs", "check", "device_info",
            "kernels_dir", "cuda_include_dir", "nvrtc_candidates"]
@@ -193,7 +195,7 @@ def launcher(program: Any, options: Any = None) -> Callable[..., None]:
     int CUstream, default torch's current one; ``timeline``: a device address (see run_program_gpu).
     Raises as ``run_program_gpu``."""
     k = kernel_for(program, bool(_opt(options, "use_jit_cache", True)))
-    args = (bool(_opt(options, "global_work_queue", False)), float(_opt(options, "watchdog_s", 10.0)),
+    args = (work_queue_for(program, _opt(options, "global_work_queue", None)), float(_opt(options, "watchdog_s", 10.0)),
             bool(_opt(options, "sync", False)), bool(_opt(options, "pdl", True)),
             int(_opt(options, "plant_deadlock", -1)))
     run = k.run

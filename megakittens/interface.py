@@ -41,7 +41,7 @@ def _capture(fn: Callable, options: Options) -> Callable:
 
 def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool = False, verbose: bool = False,
             save_dag: bool = False, save_schedule: bool = False, use_jit_cache: bool = True,
-            global_work_queue: bool = False, cluster_size: int = 2, target: Optional[str] = None,
+            global_work_queue: Optional[bool] = None, cluster_size: int = 2, target: Optional[str] = None,
             fallback: Optional[str] = None, fuse: bool = True, **unknown: Any) -> Any:
     """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
 
@@ -54,8 +54,9 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     enable: False returns ``fn`` unchanged (runs eagerly). dry_run: print a support report (and save_dag), then run
     eagerly. verbose: print the FX graph and per-phase timings. save_dag / save_schedule: write
     ``log/<qualname>.<NN>.graph.json`` (+ .png) / ``.schedule.txt`` (directory: MEGAKITTENS_LOG_DIR).
-    use_jit_cache: GPU runtime cubin cache. global_work_queue: one atomic work queue instead of per-SM
-    tables. cluster_size: 1 or 2. target: None (this machine, h200 profile), "h200" or "b200".
+    use_jit_cache: GPU runtime cubin cache. global_work_queue: True claims instructions from one atomic work
+    queue, False runs the per-SM tables, None (default) takes the queue for programs without Gemm or Attention
+    (``megakittens.options.work_queue_for``). cluster_size: 1 or 2. target: None (this machine, h200 profile), "h200" or "b200".
     fallback: None (default) compiles the whole graph or raises; "eager" compiles each maximal subgraph of
     supported ops into its own megakernel and runs the other ops as ordinary torch ops between them
     (``megakittens.backend.partitionings[-1]`` records the split; dry_run prints it). Graph breaks stay
@@ -63,7 +64,7 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     activation epilogue, elementwise chains), so each aten op lowers on its own, as in the seed.
 
     Raises TypeError for an unknown option name (as Python does, listing the valid ones), ValueError for a
-    bad cluster_size, target or fallback. Compilation errors (``CompileError``: unsupported
+    bad cluster_size, target, fallback, or a flag that is not a bool (global_work_queue: a bool or None). Compilation errors (``CompileError``: unsupported
     op, dtype, view or layout) surface on the first call, wrapped by Dynamo, with the message intact.
     """
     if unknown:

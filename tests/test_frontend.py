@@ -8,6 +8,7 @@ import torch
 
 import megakittens
 import megakittens.backend as mk_backend
+from megakittens.options import work_queue_for
 from common import check_close, mlp, mlp_inputs, randn, rel_err
 
 
@@ -369,10 +370,36 @@ def test_returned_views_alias_their_slot():
 
 
 @pytest.mark.parametrize("name,value", [("enable", "no"), ("dry_run", "yes"), ("save_dag", None),
-                                        ("global_work_queue", 1)])
+                                        ("global_work_queue", 1), ("global_work_queue", "auto")])
 def test_bool_options_are_type_checked(name, value):
-    with pytest.raises(ValueError, match=f"{name} must be True or False"):
+    with pytest.raises(ValueError, match=f"{name} must be True(, False or None| or False)"):
         megakittens.compile(relu_add, **{name: value})
+
+
+def test_work_queue_by_program(tmp_path, monkeypatch):
+    """global_work_queue=None (the default) takes the global queue for a program of memory-bound ops only and
+    the per-SM tables for one with a Gemm; True / False are taken as given (the schedule file says which)."""
+    monkeypatch.setenv("MEGAKITTENS_LOG_DIR", str(tmp_path))
+
+    def queue_of(fn, args, **kw):
+        torch._dynamo.reset()
+        before = set(tmp_path.glob("*.schedule.txt"))
+        out = megakittens.compile(fn, save_schedule=True, **kw)(*args)
+        (new,) = set(tmp_path.glob("*.schedule.txt")) - before
+        program = mk_backend.dispatchers[-1].program
+        return new.read_text().splitlines()[0], program, out
+
+    ab = _ab()
+    head, program, out = queue_of(relu_add, ab)
+    assert head.startswith("# work queue global") and work_queue_for(program) is True
+    assert rel_err(out, relu_add(*ab)) <= 1e-2
+    assert queue_of(relu_add, _ab(), global_work_queue=False)[0].startswith("# work queue per-SM tables")
+    head, program, out = queue_of(mlp, mlp_inputs(64, 128))
+    assert head.startswith("# work queue per-SM tables") and work_queue_for(program) is False
+    assert work_queue_for(program, True) is True and work_queue_for(program, False) is False
+    assert queue_of(mlp, mlp_inputs(64, 128), global_work_queue=True)[0].startswith("# work queue global")
+    with pytest.raises(ValueError, match="global_work_queue must be True, False or None, got 'yes'"):
+        work_queue_for(program, "yes")
 
 
 def test_bad_cluster_size_type():
