@@ -25,7 +25,7 @@ def _inputs():
 
 
 @pytest.mark.parametrize("cluster_size", [1, 2])
-@pytest.mark.parametrize("global_work_queue", [False, True])
+@pytest.mark.parametrize("global_work_queue", [False, True, None])  # None: the queue (no Gemm / Attention)
 def test_compile_runs_on_the_megakernel(cluster_size, global_work_queue):
     args = _inputs()
     f = megakittens.compile(chain, cluster_size=cluster_size, global_work_queue=global_work_queue)
