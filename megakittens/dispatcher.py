@@ -220,8 +220,9 @@ class Dispatcher:
             tensors[s] = self._host(self._attr(path), copy=s in self._copy_inputs)
         self._fill_slots(tensors, lambda meta: self._fresh(meta))
 
+        queue = work_queue_for(self.program, self.options.global_work_queue)
         self.last_stats = _C.interpret(self.program, [t.data_ptr() for t in tensors], seed=self.seed,
-                                       global_work_queue=work_queue_for(self.program, self.options.global_work_queue))
+                                       global_work_queue=queue)
         self.calls += 1
 
         return self._outputs(args, tensors, device)

@@ -195,8 +195,8 @@ def launcher(program: Any, options: Any = None) -> Callable[..., None]:
     int CUstream, default torch's current one; ``timeline``: a device address (see run_program_gpu).
     Raises as ``run_program_gpu``."""
     k = kernel_for(program, bool(_opt(options, "use_jit_cache", True)))
-    args = (work_queue_for(program, _opt(options, "global_work_queue", None)), float(_opt(options, "watchdog_s", 10.0)),
-            bool(_opt(options, "sync", False)), bool(_opt(options, "pdl", True)),
+    args = (work_queue_for(program, _opt(options, "global_work_queue", None)),
+            float(_opt(options, "watchdog_s", 10.0)), bool(_opt(options, "sync", False)), bool(_opt(options, "pdl", True)),
             int(_opt(options, "plant_deadlock", -1)))
     run = k.run
 

@@ -55,8 +55,9 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     eagerly. verbose: print the FX graph and per-phase timings. save_dag / save_schedule: write
     ``log/<qualname>.<NN>.graph.json`` (+ .png) / ``.schedule.txt`` (directory: MEGAKITTENS_LOG_DIR).
     use_jit_cache: GPU runtime cubin cache. global_work_queue: True claims instructions from one atomic work
-    queue, False runs the per-SM tables, None (default) takes the queue for programs without Gemm or Attention
-    (``megakittens.options.work_queue_for``). cluster_size: 1 or 2. target: None (this machine, h200 profile), "h200" or "b200".
+    queue, False runs the per-SM tables, None (default) takes the queue for programs without Gemm or
+    Attention (``megakittens.options.work_queue_for``). cluster_size: 1 or 2. target: None (this machine,
+    h200 profile), "h200" or "b200".
     fallback: None (default) compiles the whole graph or raises; "eager" compiles each maximal subgraph of
     supported ops into its own megakernel and runs the other ops as ordinary torch ops between them
     (``megakittens.backend.partitionings[-1]`` records the split; dry_run prints it). Graph breaks stay
@@ -64,8 +65,9 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     activation epilogue, elementwise chains), so each aten op lowers on its own, as in the seed.
 
     Raises TypeError for an unknown option name (as Python does, listing the valid ones), ValueError for a
-    bad cluster_size, target, fallback, or a flag that is not a bool (global_work_queue: a bool or None). Compilation errors (``CompileError``: unsupported
-    op, dtype, view or layout) surface on the first call, wrapped by Dynamo, with the message intact.
+    bad cluster_size, target, fallback, or a flag that is not a bool (global_work_queue: a bool or None).
+    Compilation errors (``CompileError``: unsupported op, dtype, view or layout) surface on the first call,
+    wrapped by Dynamo, with the message intact.
     """
     if unknown:
         raise TypeError(f"megakittens.compile: unknown option(s) {sorted(unknown)}; valid: "

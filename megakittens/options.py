@@ -25,24 +25,6 @@ _OVERRIDE_RANGES = {
     "claim_chunk": (lambda v: -1 <= v <= 64, "-1 (the IType's order), 0 (the whole node longest first) or waves per chunk, 1 to 64"),
 }
 CLUSTER_SIZES = (1, 2)
-# ITypes whose programs keep the per-SM tables when global_work_queue is None (work_queue_for).
-TABLE_QUEUE_ITYPES = ("Gemm", "Attention")
-
-
-def work_queue_for(program, global_work_queue: Optional[bool] = None) -> bool:
-    """Whether ``program`` runs on the global work queue: ``global_work_queue`` when it is True or False,
-    else (None, the default) True exactly when no node of the program is a Gemm or an Attention.
-
-    Why (H200, benchmarks/notes.md Sessions 12, 33, 34): memory-bound programs run faster on the queue,
-    whose claims even out the SMs' unequal DRAM rates (256 MB, % of copy, per-SM tables vs queue: relu 88.6
-    vs 90.9, add 92.0 vs 98.1, RMSNorm 81.6 vs 85.6; the 20-op chain 20.6 vs 18.9 us), while the models'
-    Gemm and Attention tiles are placed by cost on the tables (src/schedule/phase1_place.cpp) and ran 7%
-    slower on the queue. Raises ValueError for a value other than None, True or False."""
-    if global_work_queue is not None:
-        if not isinstance(global_work_queue, bool):
-            raise ValueError(f"megakittens: global_work_queue must be True, False or None, got {global_work_queue!r}")
-        return global_work_queue
-    return not any(n.itype.split("(")[0] in TABLE_QUEUE_ITYPES for n in program.nodes)
 FALLBACKS = (None, "eager")
 
 
@@ -65,9 +47,7 @@ class Options:
         for name in ("enable", "dry_run", "verbose", "save_dag", "save_schedule", "use_jit_cache", "fuse"):
             if not isinstance(getattr(self, name), bool):  # "no" would be truthy: refuse, never guess
                 raise ValueError(f"megakittens: {name} must be True or False, got {getattr(self, name)!r}")
-        if self.global_work_queue is not None and not isinstance(self.global_work_queue, bool):
-            raise ValueError(f"megakittens: global_work_queue must be True, False or None (chosen per program), "
-                             f"got {self.global_work_queue!r}")
+        _check_work_queue(self.global_work_queue)
         if self.cluster_size not in CLUSTER_SIZES or not isinstance(self.cluster_size, int) or \
                 isinstance(self.cluster_size, bool):
             raise ValueError(f"megakittens: cluster_size must be 1 or 2, got {self.cluster_size!r}")
@@ -122,3 +102,28 @@ class Options:
         if torch.cuda.is_available():
             return "h200", torch.cuda.get_device_properties(0).multi_processor_count
         return "h200", 132
+
+
+# ITypes whose programs keep the per-SM tables when global_work_queue is None (work_queue_for).
+TABLE_QUEUE_ITYPES = ("Gemm", "Attention")
+
+
+def work_queue_for(program, global_work_queue: Optional[bool] = None) -> bool:
+    """Whether ``program`` runs on the global work queue: ``global_work_queue`` when it is True or False,
+    else (None, the default) True exactly when no node of the program is a Gemm or an Attention.
+
+    Why (H200, benchmarks/notes.md Sessions 12, 33, 34, 35): memory-bound programs run faster on the queue,
+    whose claims even out the SMs' unequal DRAM rates (256 MB, % of copy, per-SM tables vs queue: relu 88.6
+    vs 90.9, add 92.0 vs 98.1, RMSNorm 81.6 vs 85.6; the 20-op chain 20.6 vs 18.9 us), while the models'
+    Gemm and Attention tiles are placed by cost on the tables (src/schedule/phase1_place.cpp) and ran 7%
+    slower on the queue. Raises ValueError for a value other than None, True or False."""
+    if global_work_queue is not None:
+        _check_work_queue(global_work_queue)
+        return global_work_queue
+    return not any(n.itype.split("(")[0] in TABLE_QUEUE_ITYPES for n in program.nodes)
+
+
+def _check_work_queue(value) -> None:
+    if value is not None and not isinstance(value, bool):  # "auto" or 1 would be truthy: refuse, never guess
+        raise ValueError(f"megakittens: global_work_queue must be True, False or None (chosen per program), "
+                         f"got {value!r}")
