@@ -35,7 +35,8 @@ def main(case="hf:1b", setting="no_gemm_rope", rounds=7):
         options = {}
         if setting.startswith("option:"):
             name, _, value = setting[len("option:"):].partition("=")
-            options[name] = {"True": True, "False": False}[value] if value in ("True", "False") else int(value)
+            consts = {"True": True, "False": False, "None": None}
+            options[name] = consts[value] if value in consts else int(value)
             var = value = None
         else:
             var, value = setting.split("=", 1) if "=" in setting else ("MEGAKITTENS_FUSE", setting)

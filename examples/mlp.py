@@ -14,6 +14,7 @@ import torch
 
 import megakittens
 import megakittens.backend
+import megakittens.options
 
 TOL = 1e-2
 
@@ -31,7 +32,8 @@ def main() -> int:
     p.add_argument("--H", type=int, default=512)
     p.add_argument("--target", choices=["h200", "b200"], default=None)
     p.add_argument("--cluster-size", type=int, choices=[1, 2], default=2)
-    p.add_argument("--global-work-queue", action="store_true")
+    p.add_argument("--global-work-queue", choices=["true", "false"], default=None,
+                   help="the work queue (default: chosen by program, megakittens.options.work_queue_for)")
     p.add_argument("--verbose", action="store_true")
     a = p.parse_args()
 
@@ -43,8 +45,9 @@ def main() -> int:
     x = torch.randn(a.M, a.H, device=device).to(bf16)
     b = torch.randn(3, a.M, a.H, device=device).to(bf16)
 
+    queue = None if a.global_work_queue is None else a.global_work_queue == "true"
     fn = megakittens.compile(mlp, target=a.target, cluster_size=a.cluster_size,
-                             global_work_queue=a.global_work_queue, verbose=a.verbose)
+                             global_work_queue=queue, verbose=a.verbose)
     t0 = time.perf_counter()
     out = fn(W, x, b)
     if device == "cuda":
@@ -55,7 +58,8 @@ def main() -> int:
     program = megakittens.backend.dispatchers[-1].program
     print(f"mlp M={a.M} H={a.H} on {device}: {program.num_instructions} instructions, "
           f"{program.num_barriers} barriers, {len(program.slots)} slots, {program.num_sms} SMs, "
-          f"cluster {program.cluster_size}, {'global queue' if a.global_work_queue else 'per-SM tables'}")
+          f"cluster {program.cluster_size}, "
+          f"{'global queue' if megakittens.options.work_queue_for(program, queue) else 'per-SM tables'}")
     err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
     ok = math.isfinite(err) and not torch.isnan(out).any().item() and err <= TOL
     print(f"first call {elapsed:.2f} s (compile + run); relative error {err:.3e} "

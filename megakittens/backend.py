@@ -94,13 +94,14 @@ def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, nam
 
     profile = options.profile()
     program = _C.schedule(dag, profile, cluster_size=options.cluster_size)
+    queue = work_queue_for(program, options.global_work_queue)
     if options.verbose:
         for phase, ms in program.phase_ms:
             _log(f"{phase} {ms:.1f} ms")
         _log(f"{program.num_instructions} instructions, {program.num_barriers} barriers, "
-             f"{len(program.slots)} slots on {program.num_sms} SMs")
+             f"{len(program.slots)} slots on {program.num_sms} SMs, {'global queue' if queue else 'per-SM tables'}")
     if options.save_schedule:
-        path = artifacts.save_schedule(program, name, number, work_queue_for(program, options.global_work_queue))
+        path = artifacts.save_schedule(program, name, number, queue)
         if options.verbose:
             _log(f"saved {path}")
     if dry_run:

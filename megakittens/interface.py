@@ -55,7 +55,7 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     eagerly. verbose: print the FX graph and per-phase timings. save_dag / save_schedule: write
     ``log/<qualname>.<NN>.graph.json`` (+ .png) / ``.schedule.txt`` (directory: MEGAKITTENS_LOG_DIR).
     use_jit_cache: GPU runtime cubin cache. global_work_queue: True claims instructions from one atomic work
-    queue, False runs the per-SM tables, None (default) takes the queue for programs without Gemm or
+    queue, False runs the per-SM tables, None (default) takes the global queue for programs without Gemm or
     Attention (``megakittens.options.work_queue_for``). cluster_size: 1 or 2. target: None (this machine,
     h200 profile), "h200" or "b200".
     fallback: None (default) compiles the whole graph or raises; "eager" compiles each maximal subgraph of

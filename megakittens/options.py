@@ -113,8 +113,8 @@ def work_queue_for(program, global_work_queue: Optional[bool] = None) -> bool:
     else (None, the default) True exactly when no node of the program is a Gemm or an Attention.
 
     Why (H200, benchmarks/notes.md Sessions 12, 33, 34, 35): memory-bound programs run faster on the queue,
-    whose claims even out the SMs' unequal DRAM rates (256 MB, % of copy, per-SM tables vs queue: relu 88.6
-    vs 90.9, add 92.0 vs 98.1, RMSNorm 81.6 vs 85.6; the 20-op chain 20.6 vs 18.9 us), while the models'
+    whose claims even out the SMs' unequal DRAM rates (memory suite at 256 MB, % of copy, per-SM tables vs
+    queue: relu 88.6 vs 90.9, add 91.9 vs 97.8, RMSNorm 81.2 vs 84.5; the 20-op chain 20.6 vs 18.9 us), while the models'
     Gemm and Attention tiles are placed by cost on the tables (src/schedule/phase1_place.cpp) and ran 7%
     slower on the queue. Raises ValueError for a value other than None, True or False."""
     if global_work_queue is not None:

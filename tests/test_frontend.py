@@ -376,9 +376,10 @@ def test_bool_options_are_type_checked(name, value):
         megakittens.compile(relu_add, **{name: value})
 
 
-def test_work_queue_by_program(tmp_path, monkeypatch):
+def test_work_queue_by_program(tmp_path, monkeypatch, capsys):
     """global_work_queue=None (the default) takes the global queue for a program of memory-bound ops only and
-    the per-SM tables for one with a Gemm; True / False are taken as given (the schedule file says which)."""
+    the per-SM tables for one with a Gemm; True / False are taken as given (the schedule file and verbose
+    say which)."""
     monkeypatch.setenv("MEGAKITTENS_LOG_DIR", str(tmp_path))
 
     def queue_of(fn, args, **kw):
@@ -398,6 +399,9 @@ def test_work_queue_by_program(tmp_path, monkeypatch):
     assert head.startswith("# work queue per-SM tables") and work_queue_for(program) is False
     assert work_queue_for(program, True) is True and work_queue_for(program, False) is False
     assert queue_of(mlp, mlp_inputs(64, 128), global_work_queue=True)[0].startswith("# work queue global")
+    capsys.readouterr()
+    queue_of(relu_add, _ab(), verbose=True)
+    assert "SMs, global queue" in capsys.readouterr().out
     with pytest.raises(ValueError, match="global_work_queue must be True, False or None .*got 'yes'"):
         work_queue_for(program, "yes")
 
