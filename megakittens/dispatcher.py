@@ -122,6 +122,7 @@ class Dispatcher:
         # so the caller's tensor is never written.
         written = {s for n in program.nodes for s in n.dst_slots}
         self._copy_inputs = written & set(self.input_slots)
+        self._global_queue = work_queue_for(program, options.global_work_queue)  # the CPU interpreter's
         # (argument position, slot) of every argument the graph reads; unused placeholders have no slot.
         self._arg_slots = [(k, s) for k, s in enumerate(self.input_slots) if s >= 0]
         self._arg_meta = {k: (_DTYPES[self.slots[s].dtype], torch.Size(self.slots[s].shape)) for k, s in self._arg_slots}
@@ -220,9 +221,8 @@ class Dispatcher:
             tensors[s] = self._host(self._attr(path), copy=s in self._copy_inputs)
         self._fill_slots(tensors, lambda meta: self._fresh(meta))
 
-        queue = work_queue_for(self.program, self.options.global_work_queue)
         self.last_stats = _C.interpret(self.program, [t.data_ptr() for t in tensors], seed=self.seed,
-                                       global_work_queue=queue)
+                                       global_work_queue=self._global_queue)
         self.calls += 1
 
         return self._outputs(args, tensors, device)
