@@ -79,7 +79,9 @@ def main():
              "`python3 benchmarks/run.py` on the GPU (DESIGN §9). Medians of CUDA-event timings: bandwidth rows (copy, "
              "memory) time device work alone (a spin kernel before the start event hides the host's launch; "
              "`mk_call_ms` keeps the time with it), latency rows (chain, mlp, llama) a call as a user sees it. Ratio = megakittens / "
-             "first baseline (higher is better for bandwidth, baseline / megakittens for times).", ""]
+             "first baseline (higher is better for bandwidth, baseline / megakittens for times). A memory row's `pct_of_copy` "
+             "is the median over its rounds of its bandwidth / the copy bandwidth timed just before it (`copy_gbs`: "
+             "that copy's median).", ""]
     for f in files:
         rows = json.loads(f.read_text())
         if not rows:
