@@ -3,7 +3,7 @@
 Suites: ceilings (copy bandwidth, cuBLAS 8192^3), memory (relu / add / RMSNorm from 4096^2 to >= 256 MB,
 megakittens vs eager), chain (20 elementwise ops on 1024x1024 vs eager and a CUDA graph of eager),
 jit (cold and warm JIT of a small graph), gemm and mlp (benchmarks/gemm.py), attention
-(benchmarks/attention.py), llama (benchmarks/llama.py). Each writes benchmarks/results/<suite>.json; then
+(benchmarks/attention.py), llama (benchmarks/llama.py), vision (benchmarks/vision.py: ViT-B/16). Each writes benchmarks/results/<suite>.json; then
 `python3 benchmarks/report.py` regenerates BENCHMARKS.md."""
 from __future__ import annotations
 
@@ -188,10 +188,11 @@ from gemm import suite_gemm, suite_mlp  # noqa: E402  (issue 4)
 
 from attention import suite_attention  # noqa: E402  (issue 5)
 from llama import suite_llama  # noqa: E402  (issue 6)
+from vision import suite_vision  # noqa: E402
 
 SUITES = {"ceilings": suite_ceilings, "jit": suite_jit, "chain": suite_chain, "memory": suite_memory,
           "gemm": suite_gemm, "mlp": suite_mlp, "attention": suite_attention,
-          "llama": suite_llama}
+          "llama": suite_llama, "vision": suite_vision}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(SUITES)

@@ -14,6 +14,15 @@ that have one.
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
+- ``aten.convolution`` whose kernel tiles its input (stride == kernel size, no padding, no dilation, one group,
+  not transposed, 1-D or 2-D): the patch embedding of ViT, CLIP and SigLIP vision encoders. Each output
+  position reads its own patch, so the convolution is one matrix product: the patches gathered as rows by
+  two 4-D permute copies (channels after patch rows, then the kernel's columns after patch columns), times
+  the weight viewed as (out channels, in channels x kernel) and transposed, plus the bias, then copied to
+  NCHW as eager returns it. A patch of a length that is not a multiple of 16 bytes (14 x 14 x 3 values) is
+  padded with zero columns in both operands (TMA's row alignment). Rows and columns past the last whole
+  patch are dropped, as the convolution drops them.
+
 torch's own table (torch._decomp) lowers these to prims (``prims.var``, ``split_with_sizes``) that the
 tracer does not take either.
 """
@@ -41,6 +50,39 @@ def _layer_norm(x: torch.Tensor, normalized_shape: Sequence[int], weight: Option
         out = out + bias
     # contiguous: eager's output is, whatever x's strides (the elementwise ops above keep a transposed x's)
     return out.to(x.dtype).contiguous(), mean, rstd
+
+
+def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
+                 groups: int) -> Any:
+    nd = weight.dim() - 2
+    kernel = list(weight.shape[2:])
+    if nd not in (1, 2) or x.dim() != nd + 2 or transposed or groups != 1 or list(stride) != kernel or \
+            any(padding) or any(d != 1 for d in dilation) or not x.dtype.is_floating_point:
+        return NotImplemented
+    if nd == 1:  # (B, C, L) as (B, C, 1, L) with a (1, k) kernel
+        out = _convolution(x.unsqueeze(2), weight.unsqueeze(2), bias, [1, kernel[0]], [0, 0], [1, 1], False, [0, 0], 1)
+        return NotImplemented if out is NotImplemented else out.squeeze(2)
+    B, C, H, W = x.shape
+    O, _, ph, pw = weight.shape
+    Ho, Wo = H // ph, W // pw
+    if Ho == 0 or Wo == 0:
+        return NotImplemented
+    x = x[:, :, :Ho * ph, :Wo * pw]
+    # (B, C, Ho, ph * W') -> (B, Ho, C, ph * W'): a patch row's channels together
+    rows = x.reshape(B, C, Ho, ph * Wo * pw).permute(0, 2, 1, 3).contiguous()
+    # (B Ho, C ph, Wo, pw) -> (B Ho, Wo, C ph, pw): one patch's C x ph x pw values in a row
+    K = C * ph * pw
+    patches = rows.view(B * Ho, C * ph, Wo, pw).permute(0, 2, 1, 3).contiguous().view(B * Ho * Wo, K)
+    w = weight.reshape(O, K)
+    pad = -K % (16 // x.element_size())  # TMA rows are 16-byte multiples (a 14 x 14 RGB patch is 588 values)
+    if pad:
+        zeros = lambda n: torch.zeros(n, pad, dtype=x.dtype, device=x.device)  # noqa: E731 (folded: no input)
+        patches = torch.cat([patches, zeros(B * Ho * Wo)], 1)
+        w = torch.cat([w, zeros(O)], 1)
+    y = torch.addmm(bias, patches, w.t()) if bias is not None else torch.mm(patches, w.t())
+    # NCHW, contiguous as eager's convolution returns it
+    return y.view(B, Ho, Wo, O).permute(0, 3, 1, 2).contiguous()
 
 
 def _split_sizes(x: torch.Tensor, sizes: Sequence[int], dim: int = 0) -> list:
@@ -74,6 +116,7 @@ def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
 
 TABLE = {
     aten.native_layer_norm.default: _layer_norm,
+    aten.convolution.default: _convolution,
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_sizes,
     aten.unbind.int: _unbind,

@@ -1,6 +1,6 @@
 """megakittens/decompose.py: aten ops rewritten, while Dynamo's graph is lowered to aten, into ops that have
 instruction types: LayerNorm (fp32 statistics, one rounding), split and unbind (slice and select views),
-stack (one cat)."""
+stack (one cat), a patch-embedding convolution (one matrix product)."""
 from __future__ import annotations
 
 import pytest
@@ -97,3 +97,31 @@ def test_stack_becomes_one_cat(dim):
     assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2, rel_err(out, ref)
     kinds = [node.itype for node in mk_backend.dispatchers[-1].program.nodes]
     assert sum(k.startswith("Cat") for k in kinds) == 1 and not any("stack" in k for k in kinds), kinds
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("shape,kernel", [
+    ((2, 3, 64, 48), (16, 16)),   # ViT-style: whole patches
+    ((1, 3, 70, 66), (14, 14)),   # 588 values a patch: padded to 592 columns; rows / columns past the last patch dropped
+    ((2, 5, 24, 40), (4, 8)),     # a rectangular kernel
+    ((2, 4, 40), (8,)),           # 1-D
+])
+def test_patch_convolution_becomes_one_matrix_product(shape, kernel, bias):
+    conv = (torch.nn.Conv2d if len(kernel) == 2 else torch.nn.Conv1d)(shape[1], 96, kernel, stride=kernel, bias=bias)
+    conv = conv.to(BF16).requires_grad_(False)
+    x = randn(*shape)
+    out, ref = megakittens.compile(conv)(x), conv(x)
+    assert out.shape == ref.shape and out.stride() == ref.stride(), (out.shape, out.stride(), ref.stride())
+    assert rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+    kinds = [node.itype for node in mk_backend.dispatchers[-1].program.nodes]
+    assert sum(k.startswith("Gemm") for k in kinds) == 1, kinds
+    assert any(k.startswith("Cat") for k in kinds) == (kernel == (14, 14)), kinds  # the 16-byte row padding
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, padding=1), dict(kernel_size=4, stride=2), dict(kernel_size=4, stride=4, groups=2),
+                                dict(kernel_size=2, stride=2, dilation=2)])
+def test_other_convolutions_are_reported(kw):
+    """A convolution whose kernel does not tile its input stays unsupported: the error names the op and the rule."""
+    conv = torch.nn.Conv2d(4, 8, **kw).to(BF16).requires_grad_(False)
+    with pytest.raises(Exception, match=r"aten.convolution.*kernel tiles the input"):
+        megakittens.compile(conv)(randn(1, 4, 16, 16))

@@ -459,6 +459,10 @@ std::string unsupported_hint(const std::string& target) {
            "pass use_cache=False; or an index list, x[..., [i]]), or fallback=\"eager\"";
   if (target == "aten.native_layer_norm.default")
     return "; LayerNorm is lowered only over the last dim (megakittens/decompose.py), or fallback=\"eager\"";
+  if (target == "aten.convolution.default")
+    return "; a convolution is lowered only when its kernel tiles the input (a patch embedding: stride equal to "
+           "the kernel size, no padding or dilation, groups 1, 1-D or 2-D; megakittens/decompose.py), or "
+           "fallback=\"eager\"";
   if (target == "aten.index.Tensor")
     return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";
   if (target == "aten.where.self")

@@ -1,0 +1,50 @@
+"""Hugging Face vision encoders (ViT, DeiT, BEiT, DINOv2, CLIP's and SigLIP's vision towers) compiled whole on the
+CPU interpreter: the patch embedding's convolution becomes one matrix product (megakittens/decompose.py), the rest
+is LayerNorm, full (non-causal) SDPA, GELU and linear layers. Tiny configs, random bf16 weights, batch 2."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import BF16, rel_err
+from test_llama import HIDDEN_TOL
+
+# family: (config class, model class, config kwargs beyond the shared tiny ones, image side). Patch 14 (CLIP,
+# DINOv2) takes the 16-byte row padding: 14 x 14 x 3 = 588 values a patch.
+VISION = {
+    "vit": ("ViTConfig", "ViTModel", {"patch_size": 16, "intermediate_size": 512}, 64),
+    "deit": ("DeiTConfig", "DeiTModel", {"patch_size": 16, "intermediate_size": 512}, 64),
+    "beit": ("BeitConfig", "BeitModel", {"patch_size": 16, "intermediate_size": 512}, 64),
+    "dinov2": ("Dinov2Config", "Dinov2Model", {"patch_size": 14, "mlp_ratio": 2}, 56),
+    "clip_vision": ("CLIPVisionConfig", "CLIPVisionModel", {"patch_size": 14, "intermediate_size": 512}, 56),
+    "siglip_vision": ("SiglipVisionConfig", "SiglipVisionModel", {"patch_size": 16, "intermediate_size": 512}, 64),
+}
+
+
+@pytest.mark.parametrize("family", sorted(VISION))
+def test_hf_vision_encoders_match_eager(family):
+    transformers = pytest.importorskip("transformers")
+    cfg_name, model_name, extra, side = VISION[family]
+    if not hasattr(transformers, cfg_name):
+        pytest.skip(f"transformers {transformers.__version__} has no {cfg_name}")
+    cfg = getattr(transformers, cfg_name)(hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                         image_size=side, **extra)
+    cfg._attn_implementation = "sdpa"
+    model = getattr(transformers, model_name)(cfg).to(BF16).eval()
+    pixels = torch.randn(2, 3, side, side).to(BF16)
+    fwd = lambda p: model(pixel_values=p).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        h, h_ref = megakittens.compile(fwd)(pixels), fwd(pixels)
+    err = rel_err(h, h_ref)
+    assert err <= HIDDEN_TOL, f"{family}: relative error {err:.3g}"
+    program = mk_backend.dispatchers[-1].program
+    kinds = [n.itype for n in program.nodes]
+    assert sum(k.startswith("Attention(causal=0") for k in kinds) == 2, kinds
+    assert not any("onvolution" in k for k in kinds), kinds
+    # Every node has a GPU body: the megakernel's source generates (no NVRTC needed).
+    gpu = pytest.importorskip("megakittens.gpu")
+    if getattr(megakittens._C, "gpu_runtime_missing", "x"):
+        pytest.skip("built without the GPU runtime")
+    assert "megakittens_kernel" in megakittens._C.gpu_generate_source(program)
