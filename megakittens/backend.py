@@ -19,7 +19,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from megakittens import _C, artifacts, decompose, fallback, fold, fx_export
+from megakittens import _C, artifacts, decompose, fallback, fold, fx_export, sdpa_math
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options, work_queue_for
 
@@ -69,6 +69,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         _print_graph(gm, name, is_backward)
     fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
+    if options.fallback is None:  # else such SDPA calls run as PyTorch's own SDPA between megakernels
+        sdpa_math.decompose_unsupported_sdpa(gm)  # other masks, head dims Attention lacks: the score-matrix math
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
     # Strided inputs arrive as contiguous copies (the dispatcher makes them), so trace them as such.
@@ -254,6 +256,7 @@ def make_backend(options: Options, name: str) -> Any:
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         training = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+        sdpa_math.sdpa_compatible(gm, math=options.fallback is None)  # 3-D operands, Dv != Dq
         g = None if training else capture_inference(gm, example_inputs)
         captures["aot" if g is None else "inference"] += 1
         if g is None:

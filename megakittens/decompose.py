@@ -23,6 +23,17 @@ that have one.
   padded with zero columns in both operands (TMA's row alignment). Rows and columns past the last whole
   patch are dropped, as the convolution drops them.
 
+- ``aten._softmax``, ``aten._safe_softmax`` and ``aten._log_softmax`` over the last dim (a model's own
+  softmax; SDPA's math path, which PyTorch takes for 3-D operands or a value head dim unlike the query's):
+  in fp32, the row max (``amax``, a RowReduce) subtracted, ``exp``, the row sum, one division (log-softmax:
+  the log of the sum subtracted), rounded once to the output dtype, as eager's kernels compute it.
+  ``_safe_softmax`` gives 0 on a row of -inf (a fully masked row) where softmax gives NaN: the max is
+  clamped to fp32's lowest, so such a row's exponentials are 0, and the sum to at least 1 (any other row's
+  sum is >= 1: its max term is exp(0)), so 0 / 1.
+
+- ``aten.baddbmm`` with ``alpha`` or ``beta`` other than 1 (BLOOM's ALiBi scores): the batched product,
+  then ``alpha * product + beta * input`` in fp32, rounded once (the product itself is rounded first).
+
 torch's own table (torch._decomp) lowers these to prims (``prims.var``, ``split_with_sizes``) that the
 tracer does not take either.
 """
@@ -85,6 +96,49 @@ def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     return y.view(B, Ho, Wo, O).permute(0, 3, 1, 2).contiguous()
 
 
+def _softmax_parts(x: torch.Tensor, dim: int, safe: bool) -> Any:
+    """(x - rowmax in fp32, its exponentials, their row sum) over the last dim; None for another dim."""
+    if x.dim() == 0 or dim % x.dim() != x.dim() - 1 or not x.dtype.is_floating_point:
+        return None
+    xf = x.to(torch.float32)
+    m = xf.amax(-1, keepdim=True)
+    if safe:
+        m = m.clamp(min=torch.finfo(torch.float32).min)
+    shifted = xf - m
+    e = torch.exp(shifted)
+    return shifted, e, e.sum(-1, keepdim=True)
+
+
+def _softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> Any:
+    parts = _softmax_parts(x, dim, False)
+    if parts is None:
+        return NotImplemented
+    _, e, s = parts
+    return (e / s).to(torch.float32 if half_to_float else x.dtype)
+
+
+def _safe_softmax(x: torch.Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Any:
+    parts = _softmax_parts(x, dim, True)
+    if parts is None:
+        return NotImplemented
+    _, e, s = parts
+    return (e / s.clamp(min=1.0)).to(dtype or x.dtype)
+
+
+def _log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> Any:
+    parts = _softmax_parts(x, dim, False)
+    if parts is None:
+        return NotImplemented
+    shifted, _, s = parts
+    return (shifted - torch.log(s)).to(torch.float32 if half_to_float else x.dtype)
+
+
+def _baddbmm(x: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, *, beta: float = 1, alpha: float = 1) -> Any:
+    if beta == 1 and alpha == 1:
+        return NotImplemented  # the Gemm's bias epilogue
+    return (torch.bmm(b1, b2).to(torch.float32) * alpha + x.to(torch.float32) * beta).to(torch.result_type(x, b1))
+
+
 def _split_sizes(x: torch.Tensor, sizes: Sequence[int], dim: int = 0) -> list:
     dim = dim % x.dim() if x.dim() else 0
     out, start = [], 0
@@ -117,6 +171,10 @@ def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
 TABLE = {
     aten.native_layer_norm.default: _layer_norm,
     aten.convolution.default: _convolution,
+    aten.baddbmm.default: _baddbmm,
+    aten._softmax.default: _softmax,
+    aten._safe_softmax.default: _safe_softmax,
+    aten._log_softmax.default: _log_softmax,
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_sizes,
     aten.unbind.int: _unbind,

@@ -163,29 +163,73 @@ def drop_empty_cat_operands(gm: torch.fx.GraphModule) -> int:
     return dropped
 
 
+def _index_as_slices(x: torch.Tensor, idx: list) -> "tuple[list, list] | None":
+    """Whether ``x[idx]`` (constant index tensors, one per leading dim of x) reads a block of x in order: the
+    ranges [a, a + n) per indexed dim and the result's shape, else None.
+
+    One index: its values, flattened, are consecutive (the result is the block seen with the index's
+    shape). Several: each index varies along at most one dim of their broadcast shape, as an arange there,
+    and those dims increase from index to index (Hugging Face's padding mask, ``mask[batch_arange[:, None,
+    None, None], kv_arange[None, None, None, :]]``), so the result is the block with size-1 dims between."""
+    if any(not isinstance(i, torch.Tensor) or i.dtype not in (torch.int32, torch.int64) or i.numel() == 0
+           for i in idx) or len(idx) > x.dim():
+        return None
+    if len(idx) == 1:
+        flat = idx[0].flatten()
+        a, n = int(flat[0]), flat.numel()
+        if a < 0 or a + n > x.shape[0] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype)):
+            return None
+        return [(a, n)], list(idx[0].shape) + list(x.shape[1:])
+    try:
+        shape = list(torch.broadcast_shapes(*(i.shape for i in idx)))
+    except RuntimeError:
+        return None
+    ranges, last = [], -1
+    for d, i in enumerate(idx):
+        i = i.reshape((1,) * (len(shape) - i.dim()) + tuple(i.shape))
+        dims = [p for p, n in enumerate(i.shape) if n > 1]
+        if len(dims) > 1 or (dims and dims[0] <= last):
+            return None
+        flat = i.flatten()
+        a, n = int(flat[0]), flat.numel()
+        if a < 0 or a + n > x.shape[d] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype)):
+            return None
+        last = dims[0] if dims else last
+        ranges.append((a, n))
+    if sorted(n for n in shape if n > 1) != sorted(n for _, n in ranges if n > 1) or \
+            sum(n > 1 for n in shape) != sum(n > 1 for _, n in ranges):
+        return None
+    return ranges, shape + list(x.shape[len(idx):])
+
+
 def _index_ranges_to_slices(gm: torch.fx.GraphModule, env: dict) -> int:
-    """``x[idx]`` (``aten.index.Tensor`` on dim 0) whose constant ``idx`` holds consecutive values a .. a + n - 1
-    in order is ``x[a:a + n]`` seen with idx's shape in front: a slice and a view, which fold into edges. GPT-J
-    and CodeGen gather their sin/cos table rows by position ids built from ``arange``."""
+    """``x[idx, ...]`` (``aten.index.Tensor`` on leading dims) whose constant indices read a block of x in order
+    (``_index_as_slices``) is that block, sliced and viewed: views that fold into edges. GPT-J and CodeGen
+    gather their sin/cos table rows by position ids built from ``arange``; Hugging Face's attention-mask
+    helpers index the mask by aranges of batch and key positions."""
     count = 0
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target is not torch.ops.aten.index.Tensor or node in env:
             continue
         x, idx = node.args[0], node.args[1]
-        if not isinstance(x, torch.fx.Node) or not isinstance(idx, (list, tuple)) or len(idx) != 1 or idx[0] not in env:
+        if not isinstance(x, torch.fx.Node) or not isinstance(idx, (list, tuple)) or not idx or \
+                not all(isinstance(i, torch.fx.Node) and i in env for i in idx):
             continue
-        i, xv, out = env[idx[0]], x.meta.get("val"), node.meta.get("val")
-        if not isinstance(i, torch.Tensor) or i.dtype not in (torch.int32, torch.int64) or i.numel() == 0 or \
-                not isinstance(xv, torch.Tensor) or xv.dim() == 0 or not isinstance(out, torch.Tensor):
+        xv, out = x.meta.get("val"), node.meta.get("val")
+        if not isinstance(xv, torch.Tensor) or xv.dim() == 0 or not isinstance(out, torch.Tensor):
             continue
-        flat = i.flatten()
-        a, n = int(flat[0]), flat.numel()
-        if a < 0 or a + n > xv.shape[0] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype)):
+        found = _index_as_slices(xv, [env[i] for i in idx])
+        if found is None or list(out.shape) != found[1]:
             continue
+        block, val = x, xv
         with gm.graph.inserting_before(node):
-            rows = gm.graph.call_function(torch.ops.aten.slice.Tensor, (x, 0, a, a + n))
-            rows.meta["val"] = xv[a:a + n]
-            view = gm.graph.call_function(torch.ops.aten.view.default, (rows, list(out.shape)))
+            for d, (a, n) in enumerate(found[0]):
+                if (a, n) == (0, val.shape[d]):
+                    continue
+                block = gm.graph.call_function(torch.ops.aten.slice.Tensor, (block, d, a, a + n))
+                val = val.narrow(d, a, n)
+                block.meta["val"] = val
+            view = gm.graph.call_function(torch.ops.aten.view.default, (block, list(out.shape)))
             view.meta["val"] = out
         node.replace_all_uses_with(view)
         gm.graph.erase_node(node)

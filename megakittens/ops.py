@@ -357,9 +357,12 @@ def _(tensors, dim):
 
 @torch.library.custom_op("megakittens::row_reduce", mutates_args=())
 def row_reduce(x: Tensor, op: str, keepdim: bool) -> Tensor:
-    """sum or mean of x over its last dim, accumulated in fp64, rounded once to x's dtype."""
-    if op not in ("sum", "mean"):
-        raise ValueError(f"megakittens.row_reduce: op must be 'sum' or 'mean', got '{op}'")
+    """sum, mean or max (NaN-propagating, as ``amax``) of x over its last dim; sums accumulated in fp64, rounded
+    once to x's dtype. Raises ValueError for another op."""
+    if op not in ("sum", "mean", "max"):
+        raise ValueError(f"megakittens.row_reduce: op must be 'sum', 'mean' or 'max', got '{op}'")
+    if op == "max":
+        return x.amax(-1, keepdim=keepdim)
     t = x.double()
     return (t.sum(-1, keepdim=keepdim) if op == "sum" else t.mean(-1, keepdim=keepdim)).to(x.dtype)
 

@@ -1,6 +1,6 @@
 """fallback="eager" (issue 6): megakernels for the maximal supported subgraphs, torch ops between them.
 
-cumsum, sort and softmax have no instruction type, so they run eagerly; everything else runs on the CPU
+cumsum, sort and a softmax over dim 0 have no instruction type, so they run eagerly; everything else runs on the CPU
 reference interpreter (CUDA: the megakernel). Partition counts are read from
 ``megakittens.backend.partitionings`` and ``compiled_count``.
 """
@@ -34,7 +34,7 @@ def mixed(x, w1, w2):
     c = torch.cumsum(h, dim=0)                       # eager
     s = torch.sort(h, dim=-1).values                 # eager
     y = (c * 0.05 + s) @ w2 + x                      # megakernel 1
-    return torch.softmax(y, dim=-1), h, x            # softmax eager; h (a partition output); x (an input)
+    return torch.softmax(y, dim=0), h, x             # softmax over dim 0 eager; h (a partition output); x (an input)
 
 
 def mixed_inputs(M=64, H=128):

@@ -94,6 +94,12 @@ def c_row_reduce(g):
     return f, [_randn((70, 300), g=g), _randn((3, 20, 129), g=g)]
 
 
+def c_row_max(g):  # RowReduce max (softmax's row max): bf16 and fp32 rows, keepdim and not
+    def f(x, y):
+        return (x.amax(-1), y.float().amax(-1, keepdim=True))
+    return f, [_randn((70, 300), g=g), _randn((3, 20, 129), g=g)]
+
+
 def c_broadcast(g):
     def f(x, w, col, s):
         return (x * w, x + col, torch.maximum(x, s), (x.float() * w.float()).to(BF16))
@@ -147,7 +153,7 @@ def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged las
 
 
 CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
-                                     c_rope, c_row_reduce, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
+                                     c_rope, c_row_reduce, c_row_max, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
                                      c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved,
                                      c_rope_half_tables, c_rope_long)}
 

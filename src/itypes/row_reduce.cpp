@@ -18,7 +18,8 @@ Box out_box(const Coord4& o, int64_t rows, bool keepdim) {
 }  // namespace
 
 RowReduce::RowReduce(std::string op, bool keepdim) : op_(std::move(op)), keepdim_(keepdim) {
-  if (op_ != "sum" && op_ != "mean") fail("RowReduce: unknown op '", op_, "' (expected sum or mean)");
+  if (op_ != "sum" && op_ != "mean" && op_ != "max")
+    fail("RowReduce: unknown op '", op_, "' (expected sum, mean or max)");
 }
 
 void RowReduce::validate(const NodeInfo& n) const {

@@ -1,4 +1,4 @@
-// RowReduce: sum or mean over the last dim (aten.sum.dim_IntList / aten.mean.dim with dim [-1]).
+// RowReduce: sum, mean or max over the last dim (aten.sum.dim_IntList / aten.mean.dim / aten.amax with dim [-1]).
 // Layout: docs/itypes.md.
 #pragma once
 #include "itypes/itype.h"
@@ -7,7 +7,7 @@ namespace mk {
 
 class RowReduce final : public IType {
  public:
-  // op: "sum" or "mean"; keepdim: the output keeps the reduced dim with size 1.
+  // op: "sum", "mean" or "max" (NaN-propagating, as aten.amax); keepdim: the output keeps the reduced dim with size 1.
   RowReduce(std::string op, bool keepdim);
   const std::string& op() const { return op_; }
   bool keepdim() const { return keepdim_; }

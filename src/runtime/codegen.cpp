@@ -148,7 +148,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   }
   if (const auto* rr = dynamic_cast<const RowReduce*>(&it)) {
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr bool mean = " +
-              (rr->op() == "mean" ? "true" : "false") + ", keepdim = " + (rr->keepdim() ? "true" : "false") + ";\n};\n";
+              (rr->op() == "mean" ? "true" : "false") + ", max = " + (rr->op() == "max" ? "true" : "false") + ", keepdim = " + (rr->keepdim() ? "true" : "false") + ";\n};\n";
     return "mk::RowReduce<" + P + ">";
   }
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {

@@ -296,7 +296,8 @@ Resolution cat(const OpCall& c) {
   return r;
 }
 
-// sum / mean over the last dim only (what RMSNorm-like patterns need); dtype= casts the result.
+// sum / mean / max (amax) over the last dim only (RMSNorm- and LayerNorm-like patterns, softmax's row max);
+// dtype= casts the result.
 Resolution row_reduce(const OpCall& c, const char* op) {
   const FxArg& x = c.tensor("self");
   const int64_t rank = static_cast<int64_t>(c.meta(x).shape.size());
@@ -359,6 +360,7 @@ const std::map<std::string, Entry>& registry() {
       {"aten.cat.default", {"tensors, dim", cat}},
       {"aten.mean.dim", {"self, dim, keepdim, *, dtype", [](const OpCall& c) { return row_reduce(c, "mean"); }}},
       {"aten.sum.dim_IntList", {"self, dim, keepdim, *, dtype", [](const OpCall& c) { return row_reduce(c, "sum"); }}},
+      {"aten.amax.default", {"self, dim, keepdim", [](const OpCall& c) { return row_reduce(c, "max"); }}},
       UNARY(relu), UNARY(abs), UNARY(exp), UNARY(exp2), UNARY(log), UNARY(log2), UNARY(neg), UNARY(sqrt),
       UNARY(rsqrt), UNARY(silu), UNARY(sigmoid), UNARY(tanh), UNARY(cos), UNARY(sin), UNARY(reciprocal),
       UNARY(square),
@@ -448,12 +450,10 @@ const std::map<std::string, Entry>& registry() {
 
 // Where an unsupported op usually comes from, when the model code does not show it.
 std::string unsupported_hint(const std::string& target) {
-  if (target == "aten._safe_softmax.default" || target == "aten._softmax.default")
-    return "; softmax has no instruction type: a softmax in the model's code, or SDPA's decomposition when "
-           "dropout_p > 0, its attn_mask is not the causal mask (Attention has neither: use dropout_p=0 / "
-           "model.eval(), is_causal=True), or query / key / value are not 4-D (B, H, S, D): unsqueeze a 3-D "
-           "(H, S, D) to (1, H, S, D), or value's head dim differs from query's, or key / value broadcast "
-           "over the batch (B 1 against the query's B); or fallback=\"eager\"";
+  if (target == "aten._safe_softmax.default" || target == "aten._softmax.default" ||
+      target == "aten._log_softmax.default")
+    return "; softmax lowers over the last dim only (megakittens/decompose.py): x.transpose(d, -1) first, or "
+           "fallback=\"eager\"";
   if (target == "aten.lift_fresh_copy.default")
     return "; a tensor created from Python data inside forward (Hugging Face: the KV cache of use_cache=True, "
            "pass use_cache=False; or an index list, x[..., [i]]), or fallback=\"eager\"";
@@ -469,7 +469,8 @@ std::string unsupported_hint(const std::string& target) {
     return "; a select by a boolean mask (torch.where, masked_fill, or SDPA's boolean attn_mask when it is "
            "not the causal mask), or fallback=\"eager\"";
   if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
-    return "; dropout in training mode: call model.eval()";
+    return "; dropout draws random numbers: call model.eval() (nn.Dropout, attention dropout) and pass "
+           "dropout_p=0 to F.scaled_dot_product_attention";
   const auto starts = [&target](const char* prefix) { return target.rfind(prefix, 0) == 0; };
   for (const char* cmp : {"aten.eq.", "aten.ne.", "aten.lt.", "aten.le.", "aten.gt.", "aten.ge."})
     if (starts(cmp))
@@ -482,8 +483,9 @@ std::string unsupported_hint(const std::string& target) {
            "fallback=\"eager\"";
   if (starts("aten.sum.") || starts("aten.mean.") || starts("aten.amax.") || starts("aten.amin.") ||
       starts("aten.max.") || starts("aten.min."))
-    return "; RowReduce sums or averages over the last dim only (x.sum(-1), x.mean(-1)): not over every "
-           "element or another dim, and no max / min; or fallback=\"eager\"";
+    return "; RowReduce sums, averages or takes the max over the last dim only (x.sum(-1), x.mean(-1), "
+           "x.amax(-1)): not over every element or another dim, no min, and no max with indices (x.max(-1)); "
+           "or fallback=\"eager\"";
   if (target == "aten.mv.default" || target == "aten.dot.default")
     return "; Gemm takes matrices: x.unsqueeze(0) @ w (rows of 8-element multiples), or fallback=\"eager\"";
   if (starts("aten.pow.Tensor_Tensor") || starts("aten.pow.Scalar"))
@@ -536,9 +538,10 @@ std::pair<int64_t, int64_t> sdpa_head_dims(const FxGraph& g, int64_t s) {
 }
 }  // namespace
 
-// What the graph around an unsupported softmax shows of its cause: random numbers drawn (dropout, as SDPA's
-// decomposition with dropout_p > 0), scores that are not 4-D (SDPA on 3-D query / key / value), value's
-// head dim unlike query's, or (aten._softmax, not SDPA's _safe_softmax) a softmax of the model's own.
+// What the graph around an unsupported softmax (megakittens/decompose.py lowers those over the last dim) shows
+// of its cause: random numbers drawn (dropout, as SDPA's decomposition with dropout_p > 0), scores that are
+// not 4-D (SDPA on 3-D query / key / value), value's head dim unlike query's, or (aten._softmax /
+// _log_softmax) a softmax of the model's own over another dim.
 std::string softmax_cause(const FxGraph& g, const FxNode& n) {
   for (const FxNode& m : g.nodes)
     for (const char* p : {"aten.native_dropout", "aten.bernoulli", "aten.rand"})
@@ -546,9 +549,9 @@ std::string softmax_cause(const FxGraph& g, const FxNode& n) {
         return "; the graph draws random numbers (node '" + m.name + "', " + m.target +
                "): dropout, as SDPA's decomposition has it when dropout_p > 0; pass dropout_p=0 or call "
                "model.eval()";
-  if (n.target == "aten._softmax.default")
-    return "; a softmax of the model's own code (torch.softmax / F.softmax): only the one inside "
-           "F.scaled_dot_product_attention has an instruction type";
+  if (n.target == "aten._softmax.default" || n.target == "aten._log_softmax.default")
+    return "; a softmax over another dim than the last (megakittens/decompose.py lowers softmax and log_softmax "
+           "over the last dim only): x.transpose(d, -1) first";
   if (!n.args.empty() && n.args[0].is_node() && n.args[0].i >= 0 && n.args[0].i < static_cast<int64_t>(g.nodes.size())) {
     const FxNode& x = g.nodes[n.args[0].i];
     if (!x.outputs.empty() && x.outputs[0] && x.outputs[0]->shape.size() != 4)
@@ -577,7 +580,8 @@ Resolution resolve_op(const FxGraph& g, const FxNode& n) {
   const auto it = registry().find(target);
   if (it == registry().end() || n.op != "call_function") {
     const std::string shown = target == n.target ? target : n.target + "(" + target + ")";
-    const bool softmax = target == "aten._safe_softmax.default" || target == "aten._softmax.default";
+    const bool softmax = target == "aten._safe_softmax.default" || target == "aten._softmax.default" ||
+                         target == "aten._log_softmax.default";
     // A cause the graph shows replaces the general list of them.
     const std::string cause = softmax ? softmax_cause(g, n) : "";
     fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)",

@@ -1,12 +1,12 @@
-// RowReduce(op, keepdim) (docs/itypes.md): sum or mean of each of `rows` rows of C elements, one warp
-// per row, accumulated in fp64 as the reference does, rounded once. Plain loads and stores
-// ([Note: SIMT bodies]).
+// RowReduce(op, keepdim) (docs/itypes.md): sum, mean or max of each of `rows` rows of C elements, one
+// warp per row; sums accumulated in fp64 as the reference does, rounded once; max NaN-propagating, as
+// aten.amax (fmaxf would drop a NaN). Plain loads and stores ([Note: SIMT bodies]).
 #pragma once
 #include "mk/simt.cuh"
 
 namespace mk {
 
-// P: struct { static constexpr bool mean, keepdim; }
+// P: struct { static constexpr bool mean, max, keepdim; }
 template <class P>
 struct RowReduceBody {
   static __device__ void run(Ctx& c, int tid) {
@@ -17,12 +17,26 @@ struct RowReduceBody {
     const SlotDesc& y = c.slot(c.dst_slot(0));
     for (int r = tid / 32; r < rows; r += kConsumerWarps) {
       const long long row = elem_offset(xs, x[0], x[1], x[2] + r, x[3]);
-      double acc = 0;
-      for (int e = c.lane; e < C; e += 32) acc += ld_f32(xs, row + e);
+      float v;
+      if constexpr (P::max) {
+        float mx = -__int_as_float(0x7f800000);  // -inf
+        bool nan = false;
+        for (int e = c.lane; e < C; e += 32) {
+          const float f = ld_f32(xs, row + e);
+          nan |= f != f;
+          mx = f > mx ? f : mx;
+        }
 #pragma unroll
-      for (int m = 16; m > 0; m >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, m);
+        for (int m = 16; m > 0; m >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));  // no NaN in mx
+        v = __any_sync(0xffffffffu, nan) ? __int_as_float(0x7fffffff) : mx;
+      } else {
+        double acc = 0;
+        for (int e = c.lane; e < C; e += 32) acc += ld_f32(xs, row + e);
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, m);
+        v = static_cast<float>(P::mean ? acc / C : acc);
+      }
       if (c.lane == 0) {
-        const float v = static_cast<float>(P::mean ? acc / C : acc);
         // keepdim: rows run along the output's dim 2, else along dim 3.
         st_f32(y, P::keepdim ? elem_offset(y, oy[0], oy[1], oy[2] + r, oy[3]) : elem_offset(y, oy[0], oy[1], oy[2], oy[3] + r), v);
       }

@@ -1,6 +1,9 @@
 // CPU reference semantics of RowReduce (docs/itypes.md).
 #include "itypes/row_reduce.h"
 
+#include <cmath>
+#include <limits>
+
 #include "reference/exec.h"
 #include "schedule/instruction.h"
 
@@ -13,6 +16,17 @@ void RowReduce::execute(const Instruction& in, ExecContext& ctx) const {
       ctx.load(in.src_slot(0), {{x[0], x[1], x[2], x[3]}, {x[0] + 1, x[1] + 1, x[2] + rows, x[3] + C}});
   std::vector<float> out(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
+    if (op_ == "max") {  // aten.amax: NaN if any element is NaN; -inf for a row of -inf
+      float m = -std::numeric_limits<float>::infinity();
+      bool nan = false;
+      for (int64_t c = 0; c < C; ++c) {
+        const float e = v[r * C + c];
+        nan |= std::isnan(e);
+        m = e > m ? e : m;
+      }
+      out[r] = nan ? std::numeric_limits<float>::quiet_NaN() : m;
+      continue;
+    }
     double acc = 0;  // fp64 sum, rounded once: as close to any summation order as fp32 allows
     for (int64_t c = 0; c < C; ++c) acc += v[r * C + c];
     out[r] = static_cast<float>(op_ == "mean" ? acc / static_cast<double>(C) : acc);

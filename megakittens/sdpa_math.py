@@ -1,0 +1,346 @@
+"""FX passes: SDPA calls the Attention instruction type cannot take, rewritten as the math they compute.
+
+Attention (flash-style, no score matrix in memory) takes head dims 64 and 128, value's head dim equal to
+query's, and no mask but the causal one (``fold.fold_constants`` turns a constant causal mask into
+``is_causal``). ``decompose_unsupported_sdpa`` (the aten graph, after ``fold.fold_constants``) rewrites any
+other SDPA without dropout and with 4-D operands (GQA included) as ``softmax(q @ k^T * scale + mask) @ v``:
+two batched Gemms over the score matrix (B x H x Sq x Sk in memory) and the softmax of ``decompose.py`` (fp32,
+rounded once), the mask added in fp32 (rows with no key left give 0, as ``_safe_softmax``), keys padded
+with zeros to a multiple of 8 and masked (the Gemms' TMA rows are 16-byte multiples). PyTorch's math
+backend computes the same (``_scaled_dot_product_attention_math``). It costs what the score matrix costs,
+so it warns (``MathAttentionWarning``); it is what makes masks (a tokenizer's padding, T5's position bias),
+head dims such as 80, 96 or 256, and Dv != Dq run at all.
+
+Left alone (the tracer's error names them): dropout, operands that are not 4-D, key / value heads that do
+not divide the query heads, a boolean mask built by other ops than casts of integers, and / or / not and
+views (``_BoolAsFloat``; a tokenizer's attention_mask combined with the causal one is such a mask), and a
+mask together with ``is_causal``.
+
+``sdpa_compatible`` (Dynamo's graph, before it is lowered to aten): PyTorch itself routes SDPA with 3-D
+operands, or with value's head dim unlike query's, to its math backend, which on the CPU computes in fp32
+(fp32 matrix products: no Gemm takes them). Such calls go through ``sdpa_compat`` instead: 3-D operands as
+a batch of one (the Attention path), Dv != Dq as the math above in the operands' dtype.
+"""
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+from typing import Optional
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from megakittens import decompose, fold
+from megakittens.fold import _SDPA, _bound_args
+
+_MASK_ARGS = ("attn_mask", "attn_bias")
+_TARGETS = _SDPA | {"aten._scaled_dot_product_flash_attention.default"}
+
+
+class MathAttentionWarning(UserWarning):
+    """Some SDPA calls of a compiled graph run as the score-matrix math (``decompose_unsupported_sdpa``)."""
+
+
+def _math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float,
+          causal: bool, kind: str = "additive") -> torch.Tensor:
+    """softmax(q @ k^T * scale + mask) @ v: the scores rounded once to q's dtype by their Gemm, then in fp32.
+
+    GQA (k / v with Hk heads, Hq = G Hk): the G query heads of a key head are one (G Sq)-row block of q, so
+    no key or value is repeated. Keys are padded with zeros to a multiple of 16 bytes (the Gemms' TMA rows)
+    and masked out with -inf. The constants (the causal mask, the padding) depend on no input:
+    ``fold.fold_constants`` makes them constants. ``kind``: the mask is added ("additive"), or is a 0 / 1
+    float of a boolean mask, 1 where a key is kept ("keep": added as its log, 0 or -inf) or dropped ("drop")."""
+    B, hq, sq, _ = q.shape
+    hk, sk = k.shape[1], k.shape[-2]
+    g = hq // hk
+    dev = q.device
+    bias = None
+    if causal:  # SDPA's is_causal: top-left aligned, query i sees keys j <= i
+        later = torch.ones(sq, sk, dtype=torch.bool, device=dev).triu(1)
+        bias = torch.zeros(sq, sk, device=dev).masked_fill(later, -math.inf)
+    elif mask is not None:
+        bias = mask.to(torch.float32)
+        if kind != "additive":
+            bias = torch.log(bias if kind == "keep" else 1.0 - bias)
+    if bias is not None:
+        bias = bias.reshape((1,) * (4 - bias.dim()) + tuple(bias.shape))
+        if g > 1 and bias.shape[1] == 1 and bias.shape[2] != 1:  # the same rows for every query head of a block
+            bias = torch.cat([bias] * g, 2)
+        elif g > 1 and bias.shape[1] != 1:  # per query head: rows (head, query) are the block's rows
+            if bias.shape[2] == 1:
+                bias = bias + torch.zeros(sq, 1, device=dev)
+            bias = bias.reshape(bias.shape[0], hk, g * sq, bias.shape[-1])
+    pad = -sk % (16 // q.element_size())
+    if pad:
+        zeros = lambda t: torch.zeros(*t.shape[:-2], pad, t.shape[-1], dtype=t.dtype, device=dev)  # noqa: E731
+        k, v = torch.cat([k, zeros(k)], -2), torch.cat([v, zeros(v)], -2)
+        if bias is None:
+            bias = torch.cat([torch.zeros(sk, device=dev), torch.full((pad,), -math.inf, device=dev)])
+        else:
+            bias = bias + torch.zeros(sk, device=dev)  # a mask broadcast over the keys, materialised
+            bias = torch.cat([bias, torch.full((*bias.shape[:-1], pad), -math.inf, device=dev)], -1)
+    scores = (q.reshape(B, hk, g * sq, q.shape[-1]) @ k.transpose(-2, -1)).to(torch.float32) * scale
+    if bias is not None:
+        scores = scores + bias
+    out = torch.ops.aten._safe_softmax.default(scores, -1, q.dtype) @ v
+    return out.reshape(B, hq, sq, v.shape[-1])
+
+
+def _fake(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
+    """t as a fake tensor of ``mode``; a constant (a real tensor) with static shapes (``mode`` may hold a
+    ShapeEnv, whose dims would otherwise be symbolic)."""
+    return t if isinstance(t, FakeTensor) else mode.from_tensor(t, static_shapes=True)
+
+
+def _heads_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, enable_gqa: bool) -> bool:
+    """As many key / value heads as query heads, or (GQA) a divisor of them."""
+    hq, hk = q.shape[1], k.shape[1]
+    return v.shape[1] == hk and (hk == hq or (hq % hk == 0 and enable_gqa))
+
+
+def sdpa_compat(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor] = None,
+                dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None,
+                enable_gqa: bool = False, math_ok: bool = True) -> torch.Tensor:
+    """``F.scaled_dot_product_attention`` with the same arguments and result; see the module doc. math_ok:
+    Dv != Dq may take the score-matrix math (else it stays PyTorch's SDPA)."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    if query.dim() == key.dim() == value.dim() == 3:  # (H, S, D): a mask broadcasts the same with a batch of 1
+        return sdpa(query[None], key[None], value[None], attn_mask, dropout_p, is_causal, scale=scale,
+                    enable_gqa=enable_gqa)[0]
+    if math_ok and query.dim() == key.dim() == value.dim() == 4 and value.shape[-1] != query.shape[-1] and dropout_p == 0.0 and \
+            _heads_ok(query, key, value, enable_gqa) and not (is_causal and attn_mask is not None) and \
+            (attn_mask is None or attn_mask.dtype.is_floating_point):
+        s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+        warnings.warn(f"megakittens: an SDPA call with value's head dim {value.shape[-1]} unlike query's "
+                      f"{query.shape[-1]} runs as two Gemms around a softmax of the whole score matrix",
+                      MathAttentionWarning, stacklevel=2)
+        return _math(query, key, value, attn_mask, s, is_causal)
+    return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
+def sdpa_compat_no_math(*args, **kwargs) -> torch.Tensor:
+    """``sdpa_compat`` with math_ok=False (fallback="eager": Dv != Dq stays PyTorch's SDPA)."""
+    return sdpa_compat(*args, **kwargs, math_ok=False)
+
+
+def sdpa_compatible(gm: torch.fx.GraphModule, math: bool = True) -> int:
+    """Point Dynamo's SDPA calls at ``sdpa_compat`` (module doc; ``math``: its math_ok); returns how many."""
+    count = 0
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch.nn.functional.scaled_dot_product_attention:
+            node.target = sdpa_compat if math else sdpa_compat_no_math
+            count += 1
+    if count:
+        gm.recompile()
+    return count
+
+
+_VIEWS = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.expand.default,
+          torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.slice.Tensor,
+          torch.ops.aten.select.int, torch.ops.aten.permute.default, torch.ops.aten.transpose.int,
+          torch.ops.aten.clone.default, torch.ops.aten.alias.default, torch.ops.aten.reshape.default}
+_AND = {torch.ops.aten.bitwise_and.Tensor, torch.ops.aten.logical_and.default}
+_OR = {torch.ops.aten.bitwise_or.Tensor, torch.ops.aten.logical_or.default}
+_NOT = {torch.ops.aten.bitwise_not.default, torch.ops.aten.logical_not.default}
+
+
+class _BoolAsFloat:
+    """A boolean mask's producers re-emitted on fp32 0 / 1 tensors (the instruction types compute in floats):
+    a cast to bool of an integer tensor (a tokenizer's attention_mask) is min(|x|, 1), exact for integers
+    below 2^24 in magnitude; and / or / not are *, max and 1 - x; views are the same views; constants become
+    fp32 constants. ``convert`` returns None for any other producer (the mask is then left alone)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, before: torch.fx.Node, fake_mode):
+        self.gm, self.before, self.fake_mode, self.done = gm, before, fake_mode, {}
+
+    def _emit(self, target, args, kwargs=None) -> torch.fx.Node:
+        vals = torch.fx.node.map_arg(args, lambda a: a.meta["val"])
+        with self.fake_mode:
+            vals = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: _fake(self.fake_mode, t), vals)
+            val = target(*vals, **(kwargs or {}))
+        with self.gm.graph.inserting_before(self.before):
+            out = self.gm.graph.call_function(target, tuple(args), kwargs or {})
+        out.meta["val"] = val
+        return out
+
+    def convert(self, n) -> Optional[torch.fx.Node]:
+        if not isinstance(n, torch.fx.Node):
+            return None
+        if n not in self.done:
+            self.done[n] = self._convert(n)
+        return self.done[n]
+
+    def _convert(self, n: torch.fx.Node) -> Optional[torch.fx.Node]:
+        aten = torch.ops.aten
+        val = n.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.dtype != torch.bool:
+            return None
+        if n.op == "get_attr":
+            value = getattr(self.gm, str(n.target), None)
+            if not isinstance(value, torch.Tensor):
+                return None
+            name = f"{n.target}_f32"
+            if not hasattr(self.gm, name):
+                self.gm.register_buffer(name, value.to(torch.float32), persistent=False)
+            with self.gm.graph.inserting_before(self.before):
+                const = self.gm.graph.get_attr(name)
+            const.meta["val"] = getattr(self.gm, name)
+            return const
+        if n.op != "call_function":
+            return None
+        t, args = n.target, n.args
+        if t is aten._to_copy.default:
+            x = args[0]
+            xv = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+            if not isinstance(xv, torch.Tensor):
+                return None
+            if xv.dtype == torch.bool:
+                return self.convert(x)
+            if xv.dtype.is_floating_point or xv.dtype.is_complex:
+                return None  # x != 0 for a fractional x: no exact float form here
+            f = self._emit(aten._to_copy.default, (x,), {"dtype": torch.float32})
+            return self._emit(aten.clamp.default, (self._emit(aten.abs.default, (f,)), None, 1.0))
+        if t in _VIEWS:
+            x = self.convert(args[0])
+            return None if x is None else self._emit(t, (x,) + tuple(args[1:]), dict(n.kwargs))
+        if t in _AND or t in _OR:
+            a, b = self.convert(args[0]), self.convert(args[1])
+            if a is None or b is None:
+                return None
+            return self._emit(aten.mul.Tensor if t in _AND else aten.maximum.default, (a, b))
+        if t in _NOT:
+            a = self.convert(args[0])
+            return None if a is None else self._emit(aten.rsub.Scalar, (a, 1.0))
+        return None
+
+
+def _unrepeat_kv(n):
+    """k0 when ``n`` is Hugging Face's ``repeat_kv(k0, G)`` (unsqueeze(k0, 2) -> expand (B, Hk, G, S, D) ->
+    clone -> view (B, Hk G, S, D); no clone when Hk = 1), the pattern src/trace/fuse_repeat_kv.cpp folds into
+    Attention's GQA; else ``n``. The math reads k0 by groups instead, with no rank-5 copy."""
+    aten = torch.ops.aten
+    if not (isinstance(n, torch.fx.Node) and n.op == "call_function" and
+            n.target in (aten.view.default, aten._unsafe_view.default, aten.reshape.default)):
+        return n
+    e = n.args[0]
+    if isinstance(e, torch.fx.Node) and e.op == "call_function" and e.target is aten.clone.default:
+        e = e.args[0]
+    if not (isinstance(e, torch.fx.Node) and e.op == "call_function" and e.target is aten.expand.default):
+        return n
+    u = e.args[0]
+    if not (isinstance(u, torch.fx.Node) and u.op == "call_function" and u.target is aten.unsqueeze.default and
+            u.args[1] == 2 and isinstance(u.args[0], torch.fx.Node)):
+        return n
+    k0, ev = u.args[0], e.meta.get("val")
+    k0v, nv = k0.meta.get("val"), n.meta.get("val")
+    if not all(isinstance(t, torch.Tensor) for t in (k0v, ev, nv)) or k0v.dim() != 4 or ev.dim() != 5 or \
+            list(ev.shape) != [k0v.shape[0], k0v.shape[1], ev.shape[2], k0v.shape[2], k0v.shape[3]] or \
+            list(nv.shape) != [k0v.shape[0], k0v.shape[1] * ev.shape[2], k0v.shape[2], k0v.shape[3]]:
+        return n
+    return k0
+
+
+def _mask_as(mask: torch.fx.Node, conv: _BoolAsFloat) -> "tuple[Optional[torch.fx.Node], str]":
+    """(node, kind) of ``_math``'s mask: a float mask as it is; a boolean one (True = attend: SDPA's rule) as a
+    0 / 1 "keep" float; the float form PyTorch builds of a boolean mask for its CUDA kernels (``zeros_like(m)
+    .masked_fill(~m, -inf)``) as "drop" of the filled positions. (None, "") when it cannot be converted."""
+    mv = mask.meta.get("val")
+    if not isinstance(mv, torch.Tensor):
+        return None, ""
+    if mv.dtype == torch.bool:
+        f = conv.convert(mask)
+        return (f, "keep") if f is not None else (None, "")
+    if not mv.dtype.is_floating_point:
+        return None, ""
+    aten = torch.ops.aten
+    if mask.op == "call_function" and mask.target is aten.masked_fill.Scalar and len(mask.args) == 3 and \
+            mask.args[2] == -math.inf and isinstance(mask.args[0], torch.fx.Node) and \
+            mask.args[0].op == "call_function" and mask.args[0].target in (aten.zeros_like.default, aten.zeros.default):
+        f = conv.convert(mask.args[1])
+        if f is not None:
+            return f, "drop"
+    if mask.op == "call_function" and mask.target is aten.where.self and len(mask.args) == 3:
+        # where(c, 0, -inf) (Hugging Face's sdpa mask, and SDPA's own conversion) keeps c; where(c, -inf, 0) drops c
+        a, b = (_scalar(conv.gm, x) for x in mask.args[1:])
+        if (a, b) in ((0.0, -math.inf), (-math.inf, 0.0)):
+            f = conv.convert(mask.args[0])
+            if f is not None:
+                return f, "keep" if a == 0.0 else "drop"
+    return mask, "additive"
+
+
+def _scalar(gm: torch.fx.GraphModule, n) -> Optional[float]:
+    """The value of a one-element constant (a folded ``scalar_tensor``: a get_attr of gm), else None."""
+    if isinstance(n, (int, float)):
+        return float(n)
+    if isinstance(n, torch.fx.Node) and n.op == "get_attr":
+        value = getattr(gm, str(n.target), None)
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            return float(value.item())
+    return None
+
+
+def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
+    """Rewrite the SDPA nodes of ``gm`` that Attention cannot take (module doc) in place; returns how many."""
+    count, why = 0, set()
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or str(node.target) not in _TARGETS:
+            continue
+        bound = _bound_args(node)
+        q, k, v = (bound.get(n) for n in ("query", "key", "value"))
+        k, v = _unrepeat_kv(k), _unrepeat_kv(v)
+        mask = next((bound[a] for a in _MASK_ARGS if bound.get(a) is not None), None)
+        qv, kv, vv, mv = (x.meta.get("val") if isinstance(x, torch.fx.Node) else None for x in (q, k, v, mask))
+        if not all(isinstance(t, torch.Tensor) and t.dim() == 4 for t in (qv, kv, vv)) or \
+                (mask is not None and not isinstance(mv, torch.Tensor)):
+            continue
+        causal = bool(bound.get("is_causal", False))
+        if mask is None and qv.shape[-1] in (64, 128) and vv.shape[-1] == qv.shape[-1]:
+            continue  # Attention's
+        # The aten SDPA ops take no enable_gqa: fewer key / value heads reach them only as GQA.
+        if (bound.get("dropout_p") or 0.0) != 0.0 or not _heads_ok(qv, kv, vv, True) or (mask is not None and causal):
+            continue
+        # Only the attention output may be read (the other outputs are statistics for backward).
+        users = list(node.users)
+        if not all(u.op == "call_function" and u.target is operator.getitem for u in users) or \
+                any(u.args[1] != 0 and u.users for u in users):
+            continue
+        scale = bound.get("scale")
+        scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
+        fake_mode = torch._guards.detect_fake_mode([qv, kv, vv]) or FakeTensorMode()
+        kind = "additive"
+        if mask is not None:
+            mask, kind = _mask_as(mask, _BoolAsFloat(gm, node, fake_mode))
+            if mask is None:
+                continue
+        args = [q, k, v] + ([mask] if mask is not None else [])
+        with fake_mode:
+            fakes = [a.meta["val"] for a in args]
+            fakes = [_fake(fake_mode, t) for t in fakes]
+            sub = make_fx(lambda *t: _math(*t[:3], t[3] if len(t) > 3 else None, scale, causal, kind),
+                          tracing_mode="real", decomposition_table=decompose.TABLE)(*fakes)
+        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        with gm.graph.inserting_before(node):
+            out = gm.graph.graph_copy(sub.graph, dict(zip(placeholders, args)))
+        for u in users:
+            if u.args[1] == 0:
+                u.replace_all_uses_with(out)
+            gm.graph.erase_node(u)
+        gm.graph.erase_node(node)
+        count += 1
+        why.add("a runtime mask" if mask is not None else
+                f"head dim {qv.shape[-1]}" + (f" (value {vv.shape[-1]})" if vv.shape[-1] != qv.shape[-1] else ""))
+    if count:
+        gm.graph.eliminate_dead_code()  # a boolean mask's own producers, now unread
+        gm.graph.lint()
+        gm.recompile()
+        fold.fold_constants(gm)  # _math's causal mask and key padding
+        warnings.warn(f"megakittens: {count} SDPA call(s) run as two Gemms around a softmax of the whole score "
+                      f"matrix ({', '.join(sorted(why))}): the Attention instruction type takes head dims 64 and "
+                      "128 with value's equal and no mask but the causal one (is_causal=True; a Hugging Face "
+                      "model without attention_mask); fallback=\"eager\" runs such calls as PyTorch's SDPA "
+                      "between megakernels instead", MathAttentionWarning, stacklevel=2)
+    return count

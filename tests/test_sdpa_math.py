@@ -1,0 +1,155 @@
+"""Softmax and the SDPA calls Attention cannot take (megakittens/decompose.py, megakittens/sdpa_math.py), on the
+CPU interpreter: softmax / log_softmax over the last dim as a row max (RowReduce max), exponentials and a row
+sum in fp32; SDPA with a runtime mask, a head dim other than 64 / 128 or value's head dim unlike query's as
+two Gemms around that softmax; 3-D SDPA as a batch of one on the Attention path; baddbmm with alpha / beta;
+a mask indexed by aranges (Hugging Face's padding mask) as a slice."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import BF16, randn, rel_err
+
+
+def kinds():
+    return [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+
+
+def assert_gpu_bodies():
+    """Every node of the last program has a GPU body: its megakernel source generates (no NVRTC needed)."""
+    if getattr(megakittens._C, "gpu_runtime_missing", "x"):
+        return  # built without the GPU runtime
+    assert megakittens._C.gpu_missing_bodies(mk_backend.dispatchers[-1].program) == []
+
+
+@pytest.mark.parametrize("fn", [lambda x: torch.softmax(x, -1), lambda x: F.log_softmax(x, -1),
+                                lambda x: torch.softmax(x, -1, dtype=torch.float32), lambda x: torch.softmax(x.float() * 3, -1),
+                                lambda x: torch.amax(x, -1) + torch.amax(x * 2, -1, keepdim=True)[..., 0]],
+                         ids=["softmax", "log_softmax", "softmax_fp32_out", "softmax_fp32_in", "amax"])
+def test_softmax_and_row_max_match_eager(fn):
+    x = randn(3, 40, 72, scale=4.0)
+    x[1, 5, 7] = float("nan")  # a NaN row stays NaN (amax propagates it), the others are untouched
+    x[2, 6] = -math.inf        # a row of -inf: NaN through softmax, -inf through amax, as eager
+    out, ref = megakittens.compile(fn)(x), fn(x)
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
+    finite = ref.isfinite()
+    assert finite.sum() > 0.9 * ref.numel() and rel_err(out[finite], ref[finite]) <= 1e-2, rel_err(out[finite], ref[finite])
+    assert any(k.startswith("RowReduce(op=max") for k in kinds()), kinds()
+
+
+def _sdpa(**kw):
+    return lambda q, k, v, *m: F.scaled_dot_product_attention(q, k, v, *m, **kw)
+
+
+CASES = {  # name: (q shape, k shape, v shape, mask shape or None, kwargs, takes Attention)
+    "d80_full_ragged_keys": ((2, 4, 100, 80), (2, 4, 100, 80), (2, 4, 100, 80), None, {}, False),
+    "d80_causal": ((1, 4, 64, 80), (1, 4, 64, 80), (1, 4, 64, 80), None, {"is_causal": True}, False),
+    "d256_gqa_causal": ((1, 4, 48, 256), (1, 1, 48, 256), (1, 1, 48, 256), None, {"is_causal": True, "enable_gqa": True}, False),
+    "dv128_causal": ((2, 2, 100, 64), (2, 2, 100, 64), (2, 2, 100, 128), None, {"is_causal": True}, False),
+    "padding_mask": ((2, 4, 72, 64), (2, 4, 72, 64), (2, 4, 72, 64), (2, 1, 1, 72), {}, False),
+    "head_mask_gqa_sq_ne_sk": ((2, 4, 24, 64), (2, 2, 40, 64), (2, 2, 40, 64), (2, 4, 24, 40), {"enable_gqa": True}, False),
+    "query_mask_gqa": ((1, 6, 32, 128), (1, 2, 32, 128), (1, 2, 32, 128), (32, 32), {"enable_gqa": True, "scale": 0.3}, False),
+    "three_d_causal": ((4, 100, 64), (4, 100, 64), (4, 100, 64), None, {"is_causal": True}, True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sdpa_math_matches_eager(case):
+    qs, ks, vs, ms, kw, attention = CASES[case]
+    args = [randn(*qs), randn(*ks), randn(*vs)]
+    if ms is not None:
+        args.append(randn(*ms, scale=2.0))
+    fn = _sdpa(**kw)
+    out, ref = megakittens.compile(fn)(*args), fn(*args)
+    ref64 = fn(*[a.double() for a in args])
+    assert out.shape == ref.shape and out.dtype == BF16
+    # bf16 scores and probabilities: within 2x eager's own distance from the fp64 result, and 1e-2
+    assert rel_err(out, ref64) <= max(2 * rel_err(ref, ref64), 5e-3) and rel_err(out, ref) <= 1e-2
+    has_attention = any(k.startswith("Attention") for k in kinds())
+    assert has_attention == attention, kinds()
+    assert has_attention or sum(k.startswith("Gemm") for k in kinds()) == 2, kinds()
+    assert_gpu_bodies()
+
+
+def test_fully_masked_rows_give_zeros():
+    """A query row whose keys are all masked (-inf) comes out 0, as SDPA's math backend (_safe_softmax) gives,
+    not NaN; the other rows are unaffected."""
+    q, k, v = randn(2, 2, 32, 64), randn(2, 2, 32, 64), randn(2, 2, 32, 64)
+    mask = torch.zeros(2, 1, 32, 32, dtype=BF16)
+    mask[0, :, 3:, 20:] = -math.inf  # batch 0: rows >= 3 see keys < 20 only
+    mask[1, :, 5] = -math.inf        # batch 1: row 5 sees nothing
+    out = megakittens.compile(_sdpa())(q, k, v, mask)
+    assert torch.isfinite(out).all() and out[1, :, 5].abs().max() == 0
+    keep = torch.ones(2, 32, dtype=torch.bool)
+    keep[1, 5] = False
+    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), mask.double())
+    assert rel_err(out.transpose(1, 2)[keep], ref.transpose(1, 2)[keep]) <= 1e-2
+
+
+def test_baddbmm_with_alpha_and_beta():
+    x, a, b = randn(3, 16, 24), randn(3, 16, 32), randn(3, 32, 24)
+    fn = lambda x, a, b: torch.baddbmm(x, a, b, beta=0.5, alpha=0.125)  # noqa: E731
+    out, ref = megakittens.compile(fn)(x, a, b), fn(x.double(), a.double(), b.double())
+    assert rel_err(out, ref) <= 1e-2
+
+
+def test_mask_indexed_by_aranges_becomes_a_slice():
+    """mask[batch_arange[:, None, None, None], kv_arange[None, None, None, :]] (Hugging Face's padding mask
+    function): constant aranges, so a slice of the mask seen with size-1 dims between, not an index op."""
+    def fn(m, x):
+        b = torch.arange(m.shape[0])[:, None, None, None]
+        kv = torch.arange(1, m.shape[1])[None, None, None, :]
+        return x + m[b, kv].to(x.dtype)
+    m, x = randn(2, 17), randn(2, 3, 5, 16)
+    out, ref = megakittens.compile(fn)(m, x), fn(m, x)
+    assert rel_err(out, ref) <= 1e-2
+    assert not any("index" in k.lower() for k in kinds()), kinds()
+
+
+@pytest.mark.parametrize("family", ["t5_encoder", "gemma_head_dim_256", "phi3_head_dim_96"])
+def test_hf_models_on_the_math_path_match_eager(family):
+    """T5's encoder (its relative position bias is an additive SDPA mask), Gemma at head dim 256 with one KV
+    head, Phi-3 at head dim 96: every attention on the math path, tiny configs, random bf16 weights."""
+    transformers = pytest.importorskip("transformers")
+    ids = torch.randint(0, 500, (1, 64))
+    if family == "t5_encoder":
+        cfg = transformers.T5Config(vocab_size=512, d_model=256, d_kv=64, d_ff=512, num_layers=2, num_heads=4)
+        model_cls = transformers.T5EncoderModel
+    elif family == "gemma_head_dim_256":
+        cfg = transformers.GemmaConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                       num_attention_heads=2, num_key_value_heads=1, head_dim=256)
+        model_cls = transformers.GemmaModel
+    else:
+        cfg = transformers.Phi3Config(vocab_size=512, hidden_size=384, intermediate_size=512, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=4, pad_token_id=0)
+        model_cls = transformers.Phi3Model
+    cfg._attn_implementation = "sdpa"
+    model = model_cls(cfg).to(BF16).eval()
+    fwd = lambda i: model(input_ids=i).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        h, h_ref = megakittens.compile(fwd)(ids), fwd(ids)
+    assert rel_err(h, h_ref) <= 2e-2, rel_err(h, h_ref)
+    assert not any(k.startswith("Attention") for k in kinds()) and sum(k.startswith("RowReduce(op=max") for k in kinds()) == 2
+    assert_gpu_bodies()
+
+
+def test_fallback_eager_keeps_pytorch_sdpa_for_what_attention_cannot_take():
+    """With fallback="eager" the SDPA calls Attention cannot take run as PyTorch's own SDPA between
+    megakernels (its fused kernels, no score matrix), not as the math path, and nothing warns."""
+    q, v, m = randn(1, 2, 64, 64), randn(1, 2, 64, 128), randn(1, 1, 64, 64)
+    fn = lambda q, v, m: (F.scaled_dot_product_attention(q, q, v) * 2,  # noqa: E731
+                          F.scaled_dot_product_attention(q, q, q, attn_mask=m) * 2)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        out = megakittens.compile(fn, fallback="eager")(q, v, m)
+    for o, r in zip(out, fn(q, v, m)):
+        assert rel_err(o, r) <= 1e-2
+    eager = sorted(t for _, t, _ in mk_backend.partitionings[-1].eager)
+    assert "aten._scaled_dot_product_flash_attention_for_cpu.default" in eager, eager
