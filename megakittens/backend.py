@@ -69,6 +69,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         _print_graph(gm, name, is_backward)
     fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
+    gm.graph.eliminate_dead_code()  # e.g. LayerNorm's mean / rstd outputs (megakittens/decompose.py), unread
+    gm.recompile()
     if options.fallback is None:  # else such SDPA calls run as PyTorch's own SDPA between megakernels
         sdpa_math.decompose_unsupported_sdpa(gm)  # other masks, head dims Attention lacks: the score-matrix math
     if options.fallback == "eager":

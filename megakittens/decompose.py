@@ -2,12 +2,12 @@
 AOTAutograd's ``decompositions``): aten ops without an instruction type of their own, rewritten into ops
 that have one.
 
-- ``aten.native_layer_norm`` (``nn.LayerNorm``, ``F.layer_norm``; GPT-2, OLMo): the input upcast to fp32,
-  mean and biased variance over the normalized dims (two ``mean`` row reductions), ``rsqrt``, then the
-  affine weight and bias in fp32 and one rounding back to the input's dtype, the computation eager's CPU
-  and CUDA kernels do (torch/_refs ``native_layer_norm``: computation dtype fp32, ``var_mean`` with
-  correction 0). Only a normalization over the last dim is rewritten; others stay unsupported and the
-  support report names them.
+- ``aten.native_layer_norm`` (``nn.LayerNorm``, ``F.layer_norm``; GPT-2, BERT, ViT, OLMo): output 0 is one
+  LayerNorm instruction (``megakittens::layer_norm``: mean and biased variance in fp32, the affine weight and
+  bias in fp32, one rounding back to the input's dtype, the computation eager's CPU and CUDA kernels do:
+  torch/_refs ``native_layer_norm``, ``var_mean`` with correction 0); the mean and rstd outputs as row
+  reductions, dropped when nothing reads them. Only a normalization over the last dim is rewritten; others
+  stay unsupported and the support report names them.
 - ``aten.split.Tensor`` / ``aten.split_with_sizes`` (GPT-2's fused q/k/v projection): one ``slice`` view
   per piece, which the tracer reads as a view of the input (no copy).
 - ``aten.unbind.int`` (``q, k, v = qkv.unbind(2)``): one ``select`` view per index, as ``split``.
@@ -50,17 +50,13 @@ def _layer_norm(x: torch.Tensor, normalized_shape: Sequence[int], weight: Option
                 bias: Optional[torch.Tensor], eps: float) -> Any:
     if len(normalized_shape) != 1 or not x.dtype.is_floating_point:
         return NotImplemented
+    # The statistics, for a caller that reads them (training); inference leaves them unread and
+    # backend.compile_graph drops them.
     xf = x.to(torch.float32)
     mean = xf.mean(-1, keepdim=True)
     centered = xf - mean
     rstd = torch.rsqrt((centered * centered).mean(-1, keepdim=True) + eps)
-    out = centered * rstd
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    # contiguous: eager's output is, whatever x's strides (the elementwise ops above keep a transposed x's)
-    return out.to(x.dtype).contiguous(), mean, rstd
+    return torch.ops.megakittens.layer_norm(x, weight, bias, eps), mean, rstd
 
 
 def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: Sequence[int],

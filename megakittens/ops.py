@@ -355,6 +355,30 @@ def _(tensors, dim):
     return torch.cat([torch.empty_like(x) for x in tensors], dim)
 
 
+@torch.library.custom_op("megakittens::layer_norm", mutates_args=())
+def layer_norm(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> Tensor:
+    """LayerNorm of x over its last dim: (x - mean) * rsqrt(var + eps) * weight + bias, the statistics (var
+    biased) and the affine terms in fp32, rounded once to x's dtype, contiguous (torch/_refs
+    ``native_layer_norm``'s computation). weight / bias: (C,) or None. Raises ValueError for other shapes."""
+    C = x.shape[-1]
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != (C,):
+            raise ValueError(f"megakittens.layer_norm: {name} must have shape ({C},), got {tuple(p.shape)}")
+    xf = x.double()
+    mean = xf.mean(-1, keepdim=True)
+    out = ((xf - mean) * torch.rsqrt(((xf - mean) ** 2).mean(-1, keepdim=True) + eps)).float()
+    if weight is not None:
+        out = out * weight.float()
+    if bias is not None:
+        out = out + bias.float()
+    return out.to(x.dtype).contiguous()
+
+
+@layer_norm.register_fake
+def _(x, weight, bias, eps):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
 @torch.library.custom_op("megakittens::row_reduce", mutates_args=())
 def row_reduce(x: Tensor, op: str, keepdim: bool) -> Tensor:
     """sum, mean or max (NaN-propagating, as ``amax``) of x over its last dim; sums accumulated in fp64, rounded

@@ -11,6 +11,7 @@
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
 #include "itypes/rope.h"
+#include "itypes/layer_norm.h"
 #include "itypes/row_reduce.h"
 #include "runtime/driver.h"
 
@@ -151,6 +152,12 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
               (rr->op() == "mean" ? "true" : "false") + ", max = " + (rr->op() == "max" ? "true" : "false") + ", keepdim = " + (rr->keepdim() ? "true" : "false") + ";\n};\n";
     return "mk::RowReduce<" + P + ">";
   }
+  if (const auto* ln = dynamic_cast<const LayerNorm*>(&it)) {
+    params += "struct " + P + " {  // " + it.str() + "\n  static constexpr float eps = " + float_literal(ln->eps()) +
+              ";\n  static constexpr bool has_weight = " + (ln->has_weight() ? "true" : "false") +
+              ", has_bias = " + (ln->has_bias() ? "true" : "false") + ";\n};\n";
+    return "mk::LayerNorm<" + P + ">";
+  }
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
     // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200); a swiglu
     // tile's B panel is 128 columns of B and 128 of B2 (gemm_n 256). Flags become the template
@@ -288,7 +295,7 @@ std::string generate_source(const Program& p) {
   s += "#include \"mk/interpreter.cuh\"\n#include \"mk/itypes/noop.cuh\"\n";
   s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
   s += "#include \"mk/itypes/copy.cuh\"\n#include \"mk/itypes/cat.cuh\"\n#include \"mk/itypes/embedding.cuh\"\n";
-  s += "#include \"mk/itypes/rope.cuh\"\n#include \"mk/itypes/row_reduce.cuh\"\n";
+  s += "#include \"mk/itypes/rope.cuh\"\n#include \"mk/itypes/row_reduce.cuh\"\n#include \"mk/itypes/layer_norm.cuh\"\n";
   s += "#include \"mk/itypes/gemm.cuh\"\n#include \"mk/itypes/attention.cuh\"\n\n";
   s += "namespace mk_gen {\n" + params + "struct Visit {\n";
   s += "  static constexpr int kNumIcodes = " + std::to_string(p.icodes.size()) + ";\n";

@@ -15,6 +15,7 @@
 #include "itypes/gemm.h"
 #include "itypes/rms_norm.h"
 #include "itypes/rope.h"
+#include "itypes/layer_norm.h"
 #include "itypes/row_reduce.h"
 #include "trace/op_call.h"
 
@@ -433,6 +434,14 @@ const std::map<std::string, Entry>& registry() {
           return {std::make_shared<Embedding>(), c.target(), {&c.tensor("weight"), &c.tensor("ids")}};
         }}},
       {"megakittens.cat.default", {"tensors, dim", cat}},
+      {"megakittens.layer_norm.default",
+       {"x, weight, bias, eps",
+        [](const OpCall& c) -> Resolution {
+          std::vector<const FxArg*> in{&c.tensor("x")};
+          if (!c.is_none("weight")) in.push_back(&c.tensor("weight"));
+          if (!c.is_none("bias")) in.push_back(&c.tensor("bias"));
+          return {std::make_shared<LayerNorm>(c.f64("eps"), !c.is_none("weight"), !c.is_none("bias")), c.target(), in};
+        }}},
       {"megakittens.row_reduce.default",
        {"x, op, keepdim",
         [](const OpCall& c) -> Resolution {
