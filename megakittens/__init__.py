@@ -9,9 +9,11 @@ from megakittens import ops  # noqa: F401  (registers torch.ops.megakittens.*)
 from megakittens._C import CompileError, DeadlockError, RaceError
 from megakittens.backend import megakittens_backend
 from megakittens.interface import compile
+from megakittens.sdpa_math import MathAttentionWarning
 
 __version__ = "0.1.0"
-__all__ = ["compile", "CompileError", "DeadlockError", "RaceError", "megakittens_backend", "__version__"]
+__all__ = ["compile", "CompileError", "DeadlockError", "RaceError", "MathAttentionWarning", "megakittens_backend",
+           "__version__"]
 
 
 def _register_backend() -> None:

@@ -20,7 +20,8 @@ that have one.
   two 4-D permute copies (channels after patch rows, then the kernel's columns after patch columns), times
   the weight viewed as (out channels, in channels x kernel) and transposed, plus the bias, then copied to
   NCHW as eager returns it. A patch of a length that is not a multiple of 16 bytes (14 x 14 x 3 values) is
-  padded with zero columns in both operands (TMA's row alignment). Rows and columns past the last whole
+  padded with zero columns in both operands, and an output channel count that is not with zero filters
+  (sliced off; TMA's row alignment). Rows and columns past the last whole
   patch are dropped, as the convolution drops them.
 
 - ``aten._softmax``, ``aten._safe_softmax`` and ``aten._log_softmax`` over the last dim (a model's own
@@ -82,12 +83,18 @@ def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     K = C * ph * pw
     patches = rows.view(B * Ho, C * ph, Wo, pw).permute(0, 2, 1, 3).contiguous().view(B * Ho * Wo, K)
     w = weight.reshape(O, K)
-    pad = -K % (16 // x.element_size())  # TMA rows are 16-byte multiples (a 14 x 14 RGB patch is 588 values)
+    align = 16 // x.element_size()  # TMA rows are 16-byte multiples (a 14 x 14 RGB patch is 588 values)
+    zeros = lambda *n: torch.zeros(*n, dtype=x.dtype, device=x.device)  # noqa: E731 (folded: no input)
+    pad = -K % align
     if pad:
-        zeros = lambda n: torch.zeros(n, pad, dtype=x.dtype, device=x.device)  # noqa: E731 (folded: no input)
-        patches = torch.cat([patches, zeros(B * Ho * Wo)], 1)
-        w = torch.cat([w, zeros(O)], 1)
+        patches = torch.cat([patches, zeros(B * Ho * Wo, pad)], 1)
+        w = torch.cat([w, zeros(O, pad)], 1)
+    out_pad = -O % align  # output rows too: zero filters, sliced off below
+    if out_pad:
+        w = torch.cat([w, zeros(out_pad, w.shape[1])], 0)
+        bias = torch.cat([bias, zeros(out_pad).to(bias.dtype)]) if bias is not None else None
     y = torch.addmm(bias, patches, w.t()) if bias is not None else torch.mm(patches, w.t())
+    y = y[:, :O]
     # NCHW, contiguous as eager's convolution returns it
     return y.view(B, Ho, Wo, O).permute(0, 3, 1, 2).contiguous()
 

@@ -7,19 +7,22 @@ other SDPA without dropout and with 4-D operands (GQA included) as ``softmax(q @
 two batched Gemms over the score matrix (B x H x Sq x Sk in memory) and the softmax of ``decompose.py`` (fp32,
 rounded once), the mask added in fp32 (rows with no key left give 0, as ``_safe_softmax``), keys padded
 with zeros to a multiple of 8 and masked (the Gemms' TMA rows are 16-byte multiples). PyTorch's math
-backend computes the same (``_scaled_dot_product_attention_math``). It costs what the score matrix costs,
+backend computes the same (``_scaled_dot_product_attention_math``; like it on CUDA, the scores are rounded
+once to bf16 by their Gemm, so logits of magnitude ~20 and more lose accuracy). It costs what the score matrix costs,
 so it warns (``MathAttentionWarning``); it is what makes masks (a tokenizer's padding, T5's position bias),
 head dims such as 80, 96 or 256, and Dv != Dq run at all.
 
 Left alone (the tracer's error names them): dropout, operands that are not 4-D, key / value heads that do
-not divide the query heads, a boolean mask built by other ops than casts of integers, and / or / not and
-views (``_BoolAsFloat``; a tokenizer's attention_mask combined with the causal one is such a mask), and a
-mask together with ``is_causal``.
+not divide the query heads, a boolean mask built by other ops than graph inputs, casts, comparisons with a
+number, and / or / not and views (``_BoolAsFloat``; a tokenizer's attention_mask combined with the causal
+one is such a mask), and head dims that are not multiples of 8.
 
-``sdpa_compatible`` (Dynamo's graph, before it is lowered to aten): PyTorch itself routes SDPA with 3-D
-operands, or with value's head dim unlike query's, to its math backend, which on the CPU computes in fp32
-(fp32 matrix products: no Gemm takes them). Such calls go through ``sdpa_compat`` instead: 3-D operands as
-a batch of one (the Attention path), Dv != Dq as the math above in the operands' dtype.
+``sdpa_compatible`` (Dynamo's graph, before it is lowered to aten): PyTorch itself routes SDPA with 2-D or
+3-D operands, a 3-D mask, key / value broadcast over the batch, or value's head dim unlike query's, to its
+math backend, which on the CPU computes in fp32 (fp32 matrix products: no Gemm takes them). Such calls go
+through ``sdpa_compat`` instead: 2-D / 3-D operands as a batch of one, a 3-D mask with a batch dim, key /
+value copied to the query's batch (then Attention, or the pass above), Dv != Dq as the math above in the
+operands' dtype.
 """
 from __future__ import annotations
 
@@ -45,14 +48,16 @@ class MathAttentionWarning(UserWarning):
 
 
 def _math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], scale: float,
-          causal: bool, kind: str = "additive") -> torch.Tensor:
+          causal: bool, kind: str = "additive", order: tuple = (0, 1, 2, 3)) -> torch.Tensor:
     """softmax(q @ k^T * scale + mask) @ v: the scores rounded once to q's dtype by their Gemm, then in fp32.
 
     GQA (k / v with Hk heads, Hq = G Hk): the G query heads of a key head are one (G Sq)-row block of q, so
     no key or value is repeated. Keys are padded with zeros to a multiple of 16 bytes (the Gemms' TMA rows)
     and masked out with -inf. The constants (the causal mask, the padding) depend on no input:
     ``fold.fold_constants`` makes them constants. ``kind``: the mask is added ("additive"), or is a 0 / 1
-    float of a boolean mask, 1 where a key is kept ("keep": added as its log, 0 or -inf) or dropped ("drop")."""
+    float of a boolean mask, 1 where a key is kept ("keep": added as its log, 0 or -inf) or dropped ("drop").
+    ``order``: the output's dims from outermost to innermost in memory, as the replaced SDPA op laid it out
+    (PyTorch's fused CPU / CUDA kernels write (B, S, H, D)), so the views that read it stay valid."""
     B, hq, sq, _ = q.shape
     hk, sk = k.shape[1], k.shape[-2]
     g = hq // hk
@@ -61,10 +66,11 @@ def _math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torc
     if causal:  # SDPA's is_causal: top-left aligned, query i sees keys j <= i
         later = torch.ones(sq, sk, dtype=torch.bool, device=dev).triu(1)
         bias = torch.zeros(sq, sk, device=dev).masked_fill(later, -math.inf)
-    elif mask is not None:
-        bias = mask.to(torch.float32)
+    if mask is not None:  # with is_causal too: both apply, as PyTorch's kernels apply them
+        m = mask.to(torch.float32)
         if kind != "additive":
-            bias = torch.log(bias if kind == "keep" else 1.0 - bias)
+            m = torch.log(m if kind == "keep" else 1.0 - m)
+        bias = m if bias is None else bias + m
     if bias is not None:
         bias = bias.reshape((1,) * (4 - bias.dim()) + tuple(bias.shape))
         if g > 1 and bias.shape[1] == 1 and bias.shape[2] != 1:  # the same rows for every query head of a block
@@ -85,14 +91,29 @@ def _math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torc
     scores = (q.reshape(B, hk, g * sq, q.shape[-1]) @ k.transpose(-2, -1)).to(torch.float32) * scale
     if bias is not None:
         scores = scores + bias
-    out = torch.ops.aten._safe_softmax.default(scores, -1, q.dtype) @ v
-    return out.reshape(B, hq, sq, v.shape[-1])
+    out = (torch.ops.aten._safe_softmax.default(scores, -1, q.dtype) @ v).reshape(B, hq, sq, v.shape[-1])
+    if tuple(order) != (0, 1, 2, 3):
+        out = out.permute(order).contiguous().permute([list(order).index(d) for d in range(4)])
+    return out
 
 
 def _fake(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
     """t as a fake tensor of ``mode``; a constant (a real tensor) with static shapes (``mode`` may hold a
     ShapeEnv, whose dims would otherwise be symbolic)."""
     return t if isinstance(t, FakeTensor) else mode.from_tensor(t, static_shapes=True)
+
+
+def _memory_order(t) -> tuple:
+    """t's dims from the largest stride to the smallest (ties in dim order); (0, 1, 2, 3) for no tensor."""
+    if not isinstance(t, torch.Tensor) or t.dim() != 4:
+        return (0, 1, 2, 3)
+    return tuple(sorted(range(4), key=lambda d: (-t.stride(d), d)))
+
+
+def _dims_ok(q: torch.Tensor, v: torch.Tensor) -> bool:
+    """Head dims the math's Gemms take: rows of 16-byte multiples (else the SDPA keeps the tracer's error,
+    which names the head dim)."""
+    return q.shape[-1] % 8 == 0 and v.shape[-1] % 8 == 0
 
 
 def _heads_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, enable_gqa: bool) -> bool:
@@ -107,11 +128,21 @@ def sdpa_compat(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, att
     """``F.scaled_dot_product_attention`` with the same arguments and result; see the module doc. math_ok:
     Dv != Dq may take the score-matrix math (else it stays PyTorch's SDPA)."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    if query.dim() == key.dim() == value.dim() == 3:  # (H, S, D): a mask broadcasts the same with a batch of 1
-        return sdpa(query[None], key[None], value[None], attn_mask, dropout_p, is_causal, scale=scale,
-                    enable_gqa=enable_gqa)[0]
+    if query.dim() == key.dim() == value.dim() and query.dim() in (2, 3):  # (H, S, D) or (S, D): a mask
+        lead = (None,) * (4 - query.dim())                                # broadcasts the same
+        out = sdpa_compat(query[lead], key[lead], value[lead], attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                          math_ok)
+        return out[(0,) * (4 - query.dim())]
+    if query.dim() == key.dim() == value.dim() == 4:
+        if attn_mask is not None and attn_mask.dim() == 3:  # (H, Sq, Sk): PyTorch's fused CPU kernel takes 4-D
+            attn_mask = attn_mask[None]
+        for name in ("key", "value"):  # a batch of 1 against the query's: one copy per batch (a Copy)
+            t = key if name == "key" else value
+            if t.shape[0] == 1 and query.shape[0] > 1:
+                t = t.expand(query.shape[0], *t.shape[1:]).contiguous()
+                key, value = (t, value) if name == "key" else (key, t)
     if math_ok and query.dim() == key.dim() == value.dim() == 4 and value.shape[-1] != query.shape[-1] and dropout_p == 0.0 and \
-            _heads_ok(query, key, value, enable_gqa) and not (is_causal and attn_mask is not None) and \
+            _heads_ok(query, key, value, enable_gqa) and _dims_ok(query, value) and \
             (attn_mask is None or attn_mask.dtype.is_floating_point):
         s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
         warnings.warn(f"megakittens: an SDPA call with value's head dim {value.shape[-1]} unlike query's "
@@ -147,11 +178,20 @@ _OR = {torch.ops.aten.bitwise_or.Tensor, torch.ops.aten.logical_or.default}
 _NOT = {torch.ops.aten.bitwise_not.default, torch.ops.aten.logical_not.default}
 
 
+_CMP = {torch.ops.aten.eq.Scalar: "eq", torch.ops.aten.ne.Scalar: "ne", torch.ops.aten.gt.Scalar: "gt",
+        torch.ops.aten.ge.Scalar: "ge", torch.ops.aten.lt.Scalar: "lt", torch.ops.aten.le.Scalar: "le"}
+_TINY = 2.0 ** 75  # applied twice: 2^150 lifts fp32's smallest subnormal (2^-149) past 1, and any nonzero |d|
+
+
 class _BoolAsFloat:
-    """A boolean mask's producers re-emitted on fp32 0 / 1 tensors (the instruction types compute in floats):
-    a cast to bool of an integer tensor (a tokenizer's attention_mask) is min(|x|, 1), exact for integers
-    below 2^24 in magnitude; and / or / not are *, max and 1 - x; views are the same views; constants become
-    fp32 constants. ``convert`` returns None for any other producer (the mask is then left alone)."""
+    """A boolean mask's producers re-emitted on fp32 0 / 1 tensors (the instruction types compute in floats).
+
+    x != 0 is min(|x| 2^150, 1) (x as fp32: exact for integers below 2^24 and for any float, subnormals
+    included; the scale is two multiplies by 2^75), which covers casts to bool (a tokenizer's
+    attention_mask, int or float) and comparisons with a Python scalar through d = x - c: ne min(|d| 2^150, 1),
+    gt clamp(d 2^150, 0, 1), lt clamp(-d 2^150, 0, 1), and eq / le / ge as 1 minus ne / gt / lt. And / or / not
+    are *, max and 1 - x; views are the same views; constants become fp32 constants; any other boolean
+    tensor (a graph input) is cast. ``convert`` returns None for other producers (the mask is left alone)."""
 
     def __init__(self, gm: torch.fx.GraphModule, before: torch.fx.Node, fake_mode):
         self.gm, self.before, self.fake_mode, self.done = gm, before, fake_mode, {}
@@ -189,20 +229,25 @@ class _BoolAsFloat:
                 const = self.gm.graph.get_attr(name)
             const.meta["val"] = getattr(self.gm, name)
             return const
-        if n.op != "call_function":
-            return None
+        if n.op != "call_function":  # a boolean graph input: 0 / 1 by a cast
+            return self._emit(aten._to_copy.default, (n,), {"dtype": torch.float32})
         t, args = n.target, n.args
         if t is aten._to_copy.default:
             x = args[0]
             xv = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-            if not isinstance(xv, torch.Tensor):
+            if not isinstance(xv, torch.Tensor) or xv.is_complex():
                 return None
             if xv.dtype == torch.bool:
                 return self.convert(x)
-            if xv.dtype.is_floating_point or xv.dtype.is_complex:
-                return None  # x != 0 for a fractional x: no exact float form here
-            f = self._emit(aten._to_copy.default, (x,), {"dtype": torch.float32})
-            return self._emit(aten.clamp.default, (self._emit(aten.abs.default, (f,)), None, 1.0))
+            return self._nonzero(self._as_f32(x), "ne")
+        if t in _CMP and len(args) == 2 and isinstance(args[1], (int, float)) and isinstance(args[0], torch.fx.Node):
+            xv = args[0].meta.get("val")
+            if not isinstance(xv, torch.Tensor) or xv.dtype == torch.bool or xv.is_complex():
+                return None
+            d = self._emit(aten.sub.Tensor, (self._as_f32(args[0]), float(args[1])))
+            op = _CMP[t]
+            f = self._nonzero(d, {"eq": "ne", "le": "gt", "ge": "lt"}.get(op, op))
+            return self._emit(aten.rsub.Scalar, (f, 1.0)) if op in ("eq", "le", "ge") else f
         if t in _VIEWS:
             x = self.convert(args[0])
             return None if x is None else self._emit(t, (x,) + tuple(args[1:]), dict(n.kwargs))
@@ -215,6 +260,21 @@ class _BoolAsFloat:
             a = self.convert(args[0])
             return None if a is None else self._emit(aten.rsub.Scalar, (a, 1.0))
         return None
+
+    def _as_f32(self, x: torch.fx.Node) -> torch.fx.Node:
+        if x.meta["val"].dtype == torch.float32:
+            return x
+        return self._emit(torch.ops.aten._to_copy.default, (x,), {"dtype": torch.float32})
+
+    def _nonzero(self, d: torch.fx.Node, op: str) -> torch.fx.Node:
+        """0 / 1 of d != 0 ("ne"), d > 0 ("gt") or d < 0 ("lt"), d fp32."""
+        aten = torch.ops.aten
+        if op == "ne":
+            d = self._emit(aten.abs.default, (d,))
+        elif op == "lt":
+            d = self._emit(aten.neg.default, (d,))
+        big = self._emit(aten.mul.Tensor, (self._emit(aten.mul.Tensor, (d, _TINY)), _TINY))
+        return self._emit(aten.clamp.default, (big, 0.0, 1.0))
 
 
 def _unrepeat_kv(n):
@@ -256,6 +316,8 @@ def _mask_as(mask: torch.fx.Node, conv: _BoolAsFloat) -> "tuple[Optional[torch.f
     if not mv.dtype.is_floating_point:
         return None, ""
     aten = torch.ops.aten
+    while mask.op == "call_function" and mask.target in (aten.clone.default, aten.alias.default):
+        mask = mask.args[0]  # the same values (T5 clones its where)
     if mask.op == "call_function" and mask.target is aten.masked_fill.Scalar and len(mask.args) == 3 and \
             mask.args[2] == -math.inf and isinstance(mask.args[0], torch.fx.Node) and \
             mask.args[0].op == "call_function" and mask.args[0].target in (aten.zeros_like.default, aten.zeros.default):
@@ -265,10 +327,16 @@ def _mask_as(mask: torch.fx.Node, conv: _BoolAsFloat) -> "tuple[Optional[torch.f
     if mask.op == "call_function" and mask.target is aten.where.self and len(mask.args) == 3:
         # where(c, 0, -inf) (Hugging Face's sdpa mask, and SDPA's own conversion) keeps c; where(c, -inf, 0) drops c
         a, b = (_scalar(conv.gm, x) for x in mask.args[1:])
-        if (a, b) in ((0.0, -math.inf), (-math.inf, 0.0)):
-            f = conv.convert(mask.args[0])
-            if f is not None:
-                return f, "keep" if a == 0.0 else "drop"
+        f = conv.convert(mask.args[0])
+        if f is not None and (a, b) in ((0.0, -math.inf), (-math.inf, 0.0)):
+            return f, "keep" if a == 0.0 else "drop"
+        # where(c, x, y) with finite branches (T5: where(mask, position_bias, finfo.min)): x c + y (1 - c)
+        if f is not None and all(v is None or math.isfinite(v) for v in (a, b)) and \
+                all(isinstance(x, torch.fx.Node) and x.meta["val"].dtype.is_floating_point for x in mask.args[1:]):
+            x, y = mask.args[1:]
+            keep = conv._emit(aten.mul.Tensor, (conv._as_f32(x), f))
+            drop = conv._emit(aten.mul.Tensor, (conv._as_f32(y), conv._emit(aten.rsub.Scalar, (f, 1.0))))
+            return conv._emit(aten.add.Tensor, (keep, drop)), "additive"
     return mask, "additive"
 
 
@@ -301,7 +369,7 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
         if mask is None and qv.shape[-1] in (64, 128) and vv.shape[-1] == qv.shape[-1]:
             continue  # Attention's
         # The aten SDPA ops take no enable_gqa: fewer key / value heads reach them only as GQA.
-        if (bound.get("dropout_p") or 0.0) != 0.0 or not _heads_ok(qv, kv, vv, True) or (mask is not None and causal):
+        if (bound.get("dropout_p") or 0.0) != 0.0 or not _heads_ok(qv, kv, vv, True) or not _dims_ok(qv, vv):
             continue
         # Only the attention output may be read (the other outputs are statistics for backward).
         users = list(node.users)
@@ -317,10 +385,11 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
             if mask is None:
                 continue
         args = [q, k, v] + ([mask] if mask is not None else [])
+        order = _memory_order(next((u.meta.get("val") for u in users if u.args[1] == 0), None))
         with fake_mode:
             fakes = [a.meta["val"] for a in args]
             fakes = [_fake(fake_mode, t) for t in fakes]
-            sub = make_fx(lambda *t: _math(*t[:3], t[3] if len(t) > 3 else None, scale, causal, kind),
+            sub = make_fx(lambda *t: _math(*t[:3], t[3] if len(t) > 3 else None, scale, causal, kind, order),
                           tracing_mode="real", decomposition_table=decompose.TABLE)(*fakes)
         placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
         with gm.graph.inserting_before(node):

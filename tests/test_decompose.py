@@ -143,3 +143,13 @@ def test_layer_norm_weight_deep_in_a_4d_parameter_is_refused():
     x, W = randn(8, 64), randn(2, 2, 3, 64)
     with pytest.raises(Exception, match=r"weight must lie in the first plane of its tensor"):
         megakittens.compile(lambda x, W: F.layer_norm(x, (64,), W[1, 1, 2]))(x, W)
+
+
+@pytest.mark.parametrize("out_channels", [100, 20])
+def test_patch_convolution_pads_output_channels(out_channels):
+    """Output channels that are not a multiple of 8 get zero filters (the Gemm's output rows are 16-byte
+    multiples), sliced off before the NCHW copy."""
+    conv = torch.nn.Conv2d(3, out_channels, 14, stride=14).to(BF16).requires_grad_(False)
+    x = randn(2, 3, 56, 42)
+    out, ref = megakittens.compile(conv)(x), conv(x)
+    assert out.shape == ref.shape and out.stride() == ref.stride() and rel_err(out, ref) <= 1e-2

@@ -494,8 +494,9 @@ def test_softmax_over_another_dim_names_the_way_out():
 
 
 def test_where_error_names_the_mask():
+    """A select by a boolean mask outside an SDPA mask: the error names the op and where masks do run."""
     x = randn(8, 64)
-    with pytest.raises(Exception, match=r"aten\.where\.self.*attn_mask"):
+    with pytest.raises(Exception, match=r"aten\.where\.self.*not an SDPA mask.*sdpa_math"):
         megakittens.compile(lambda x, m: torch.where(m, x, x * 2))(x, x > 0)
 
 

@@ -56,6 +56,12 @@ CASES = {  # name: (q shape, k shape, v shape, mask shape or None, kwargs, takes
     "head_mask_gqa_sq_ne_sk": ((2, 4, 24, 64), (2, 2, 40, 64), (2, 2, 40, 64), (2, 4, 24, 40), {"enable_gqa": True}, False),
     "query_mask_gqa": ((1, 6, 32, 128), (1, 2, 32, 128), (1, 2, 32, 128), (32, 32), {"enable_gqa": True, "scale": 0.3}, False),
     "three_d_causal": ((4, 100, 64), (4, 100, 64), (4, 100, 64), None, {"is_causal": True}, True),
+    "two_d": ((100, 64), (100, 64), (100, 64), None, {}, True),
+    "three_d_dv": ((4, 40, 64), (4, 40, 64), (4, 40, 128), None, {}, False),
+    "head_mask_3d": ((2, 4, 40, 64), (2, 4, 40, 64), (2, 4, 40, 64), (4, 40, 40), {}, False),
+    "head_mask_3d_gqa": ((2, 4, 40, 64), (2, 2, 40, 64), (2, 2, 40, 64), (4, 40, 40), {"enable_gqa": True}, False),
+    "mask_and_causal": ((2, 4, 40, 64), (2, 4, 40, 64), (2, 4, 40, 64), (40, 40), {"is_causal": True}, False),
+    "batch_broadcast_kv": ((3, 4, 40, 64), (1, 4, 40, 64), (1, 4, 40, 64), None, {}, True),
 }
 
 
@@ -75,6 +81,57 @@ def test_sdpa_math_matches_eager(case):
     assert has_attention == attention, kinds()
     assert has_attention or sum(k.startswith("Gemm") for k in kinds()) == 2, kinds()
     assert_gpu_bodies()
+
+
+@pytest.mark.parametrize("how", ["bool_input", "eq_scalar", "gt_scalar", "float_cast", "not_ne"])
+def test_boolean_masks_from_inputs_casts_and_comparisons(how):
+    """Boolean masks reach the math path however they are built: a bool graph input, comparisons of an int
+    mask with a number, a float mask cast to bool, not / ne; True = attend, as SDPA reads them."""
+    q, k, v = randn(2, 2, 24, 64), randn(2, 2, 24, 64), randn(2, 2, 24, 64)
+    am = torch.ones(2, 24, dtype=torch.long)
+    am[1, 17:] = 0
+    build = {
+        "bool_input": lambda m: m,
+        "eq_scalar": lambda m: m == 1,
+        "gt_scalar": lambda m: m > 0,
+        "float_cast": lambda m: m.to(BF16).bool(),
+        "not_ne": lambda m: ~(m != 1),
+    }[how]
+    mask = am.bool() if how == "bool_input" else am
+    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, build(m)[:, None, None, :])  # noqa: E731
+    with pytest.warns(megakittens.MathAttentionWarning):
+        out = megakittens.compile(fn)(q, k, v, mask)
+    ref = fn(q.double(), k.double(), v.double(), mask)
+    assert rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+    assert_gpu_bodies()
+
+
+def test_dry_run_runs_a_math_path_graph():
+    """dry_run runs the captured graph eagerly: the math path keeps the memory order of the SDPA output it
+    replaces ((B, S, H, D) from PyTorch's fused kernels), so the model's transpose + view after it stay valid."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2)
+    cfg._attn_implementation = "sdpa"
+    model = transformers.LlamaModel(cfg).to(BF16).eval()
+    ids, am = torch.randint(0, 512, (2, 37)), torch.ones(2, 37, dtype=torch.long)
+    am[0, 30:] = 0
+    fwd = lambda i, a: model(input_ids=i, attention_mask=a, use_cache=False).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        out, ref = megakittens.compile(fwd, dry_run=True)(ids, am), fwd(ids, am)
+    keep = am.bool()  # the captured graph, run eagerly: its math path, not PyTorch's fused SDPA
+    assert rel_err(out[keep], ref[keep]) <= 1e-2
+
+
+def test_head_dims_off_the_tma_rows_name_the_rule():
+    """Head dims that are not multiples of 8 fit neither Attention nor the math's Gemms: the error names the
+    head dim (no mask) or the math path's rules (with a mask)."""
+    q = randn(1, 2, 32, 12)
+    with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=12"):
+        megakittens.compile(_sdpa())(q, q, q)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"takes no mask but the causal one.*head dims that are multiples of 8"):
+        megakittens.compile(_sdpa())(q, q, q, randn(1, 1, 32, 32))
 
 
 def test_fully_masked_rows_give_zeros():
@@ -112,13 +169,17 @@ def test_mask_indexed_by_aranges_becomes_a_slice():
     assert not any("index" in k.lower() for k in kinds()), kinds()
 
 
-@pytest.mark.parametrize("family", ["t5_encoder", "gemma_head_dim_256", "phi3_head_dim_96"])
+@pytest.mark.parametrize("family", ["t5_encoder", "t5_encoder_padded", "gemma_head_dim_256", "phi3_head_dim_96"])
 def test_hf_models_on_the_math_path_match_eager(family):
     """T5's encoder (its relative position bias is an additive SDPA mask), Gemma at head dim 256 with one KV
     head, Phi-3 at head dim 96: every attention on the math path, tiny configs, random bf16 weights."""
     transformers = pytest.importorskip("transformers")
-    ids = torch.randint(0, 500, (1, 64))
-    if family == "t5_encoder":
+    ids = torch.randint(0, 500, (2, 64))
+    kw = {}
+    if family == "t5_encoder_padded":  # T5's mask: where(padding mask, position bias, finfo.min), cloned
+        kw["attention_mask"] = torch.ones(2, 64, dtype=torch.long)
+        kw["attention_mask"][1, 50:] = 0
+    if family.startswith("t5_encoder"):
         cfg = transformers.T5Config(vocab_size=512, d_model=256, d_kv=64, d_ff=512, num_layers=2, num_heads=4)
         model_cls = transformers.T5EncoderModel
     elif family == "gemma_head_dim_256":
@@ -131,10 +192,11 @@ def test_hf_models_on_the_math_path_match_eager(family):
         model_cls = transformers.Phi3Model
     cfg._attn_implementation = "sdpa"
     model = model_cls(cfg).to(BF16).eval()
-    fwd = lambda i: model(input_ids=i).last_hidden_state  # noqa: E731
+    fwd = lambda i: model(input_ids=i, **kw).last_hidden_state  # noqa: E731
     with torch.no_grad():
         h, h_ref = megakittens.compile(fwd)(ids), fwd(ids)
-    assert rel_err(h, h_ref) <= 2e-2, rel_err(h, h_ref)
+    keep = kw["attention_mask"].bool() if kw else torch.ones(2, 64, dtype=torch.bool)
+    assert rel_err(h[keep], h_ref[keep]) <= 2e-2, rel_err(h[keep], h_ref[keep])
     assert not any(k.startswith("Attention") for k in kinds()) and sum(k.startswith("RowReduce(op=max") for k in kinds()) == 2
     assert_gpu_bodies()
 

@@ -226,12 +226,14 @@ Resolution sdpa(const OpCall& c, const char* mask) {
   if (const double p = c.f64("dropout_p", 0.0); p != 0.0) c.fail("dropout is not supported, got dropout_p=", p);
   if (mask && !c.is_none(mask)) {
     const FxArg& m = *c.get(mask);
-    if (!m.is_node()) c.fail("attention masks are not supported yet, got ", mask, "=", m.str());
+    if (!m.is_node()) c.fail("the Attention instruction type takes no mask, got ", mask, "=", m.str());
     const FxTensor& mm = c.meta(m);
-    c.fail("attention masks are not supported yet, got ", mask, " = a ", mm.dtype, " tensor of shape ",
-           shape_str(mm.shape), " (a boolean mask arrives here as an additive one of the query's dtype; "
-           "Attention masks causally through is_causal=True only; a sliding window or padding mask needs "
-           "fallback=\"eager\")");
+    c.fail("the Attention instruction type takes no mask but the causal one (is_causal=True), got ", mask,
+           " = a ", mm.dtype, " tensor of shape ", shape_str(mm.shape),
+           "; other masks run as the score-matrix math (megakittens/sdpa_math.py, without fallback=\"eager\"), "
+           "which takes 4-D query / key / value, head dims that are multiples of 8, key / value heads dividing "
+           "the query's, and float masks or boolean ones built by casts, comparisons with a number, and / or / "
+           "not and views; or fallback=\"eager\" runs this SDPA as PyTorch's");
   }
   const FxArg& q = c.tensor("query");
   const FxTensor& qm = c.meta(q);
@@ -470,13 +472,13 @@ std::string unsupported_hint(const std::string& target) {
     return "; LayerNorm is lowered only over the last dim (megakittens/decompose.py), or fallback=\"eager\"";
   if (target == "aten.convolution.default")
     return "; a convolution is lowered only when its kernel tiles the input (a patch embedding: stride equal to "
-           "the kernel size, no padding or dilation, groups 1, 1-D or 2-D; megakittens/decompose.py), or "
-           "fallback=\"eager\"";
+           "the kernel size, no padding or dilation, groups 1, not transposed, 1-D or 2-D, floating point; "
+           "megakittens/decompose.py), or fallback=\"eager\"";
   if (target == "aten.index.Tensor")
     return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";
   if (target == "aten.where.self")
-    return "; a select by a boolean mask (torch.where, masked_fill, or SDPA's boolean attn_mask when it is "
-           "not the causal mask), or fallback=\"eager\"";
+    return "; a select by a boolean mask (torch.where, masked_fill) that is not an SDPA mask (those run as the "
+           "score-matrix math, megakittens/sdpa_math.py), or fallback=\"eager\"";
   if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
     return "; dropout draws random numbers: call model.eval() (nn.Dropout, attention dropout) and pass "
            "dropout_p=0 to F.scaled_dot_product_attention";
@@ -578,6 +580,20 @@ std::string softmax_cause(const FxGraph& g, const FxNode& n) {
   return "";
 }
 
+// The arguments of a convolution that megakittens/decompose.py did not lower: its kernel, stride, padding,
+// dilation, groups and whether it is transposed, after the rule of unsupported_hint.
+std::string convolution_args(const FxGraph& g, const FxNode& n) {
+  if (n.args.size() < 9) return "";
+  std::string kernel = "?";
+  if (n.args[1].is_node() && n.args[1].i >= 0 && n.args[1].i < static_cast<int64_t>(g.nodes.size())) {
+    const FxNode& w = g.nodes[n.args[1].i];
+    if (!w.outputs.empty() && w.outputs[0] && w.outputs[0]->shape.size() > 2)
+      kernel = shape_str(std::vector<int64_t>(w.outputs[0]->shape.begin() + 2, w.outputs[0]->shape.end()));
+  }
+  return "; got kernel " + kernel + ", stride " + n.args[3].str() + ", padding " + n.args[4].str() + ", dilation " +
+         n.args[5].str() + ", transposed " + n.args[6].str() + ", groups " + n.args[8].str();
+}
+
 Resolution resolve_op(const FxGraph& g, const FxNode& n) {
   std::string target = n.target;
   if (n.target == "auto_functionalized_v2") {
@@ -593,8 +609,9 @@ Resolution resolve_op(const FxGraph& g, const FxNode& n) {
                          target == "aten._log_softmax.default";
     // A cause the graph shows replaces the general list of them.
     const std::string cause = softmax ? softmax_cause(g, n) : "";
+    const std::string args = target == "aten.convolution.default" ? convolution_args(g, n) : "";
     fail("node '", n.name, "': unsupported op ", shown, " (no instruction type)",
-         cause.empty() ? unsupported_hint(target) : cause + "; or fallback=\"eager\"");
+         cause.empty() ? unsupported_hint(target) + args : cause + "; or fallback=\"eager\"");
   }
   const OpCall call(g, n, target, it->second.schema);
   try {
