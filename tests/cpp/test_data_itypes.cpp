@@ -1,10 +1,12 @@
 // The data-movement ITypes (issue 6) through the whole host pipeline (FX -> trace -> schedule -> CPU
 // reference interpreter): Copy (casts, transposes, broadcasts, inserted for views an IType cannot
-// read), Embedding, Cat, RowReduce; and the repeat_kv -> GQA rewrite.
+// read), Embedding, Cat, RowReduce (sum, mean, max), LayerNorm; and the repeat_kv -> GQA rewrite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 
@@ -291,7 +293,60 @@ TEST(RowReduceIType, OtherDimsAreRefused) {
   b.output({b.call("mean", "aten.mean.dim", {ref(x), ints({0}), flag(true)}, {1, 8})});
   EXPECT_HAS(error_of([&] { trace(b.g); }),
              "node 'mean' (aten.mean.dim): mean is supported over the last dim only (dim=[-1]), got dim=[0] on a rank-2 tensor");
-  EXPECT_HAS(error_of([] { RowReduce("max", true); }), "unknown op 'max'");
+  EXPECT_HAS(error_of([] { RowReduce("min", true); }), "unknown op 'min'");
+}
+
+TEST(RowReduceIType, MaxPropagatesNaN) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {6, 40}, "float32");
+  b.output({b.call("amax", "aten.amax.default", {ref(x), ints({-1}), flag(true)}, {6, 1}, "float32")});
+  GraphRun run(b.g, 2);
+  EXPECT_EQ(run.itypes(), "RowReduce(op=max,keepdim)");
+  auto xv = values(6 * 40);
+  xv[2 * 40 + 7] = std::nanf("");
+  for (int c = 0; c < 40; ++c) xv[4 * 40 + c] = -std::numeric_limits<float>::infinity();
+  run.set(0, xv);
+  run.run(3);
+  const auto m = run.out(0);
+  for (int r = 0; r < 6; ++r) {
+    float want = -std::numeric_limits<float>::infinity();
+    for (int c = 0; c < 40; ++c) want = std::max(want, xv[r * 40 + c]);
+    if (r == 2) EXPECT_TRUE(std::isnan(m[r]));
+    else EXPECT_EQ(m[r], want) << r;
+  }
+}
+
+TEST(LayerNormIType, MatchesTheFormulaWithWeightAndBias) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {30, 200}, "float32");
+  const int w = b.placeholder("w", {200}, "float32");
+  const int bias = b.placeholder("b", {200}, "float32");
+  b.output({b.call("ln", "megakittens.layer_norm.default", {ref(x), ref(w), ref(bias), real(1e-3)}, {30, 200}, "float32")});
+  GraphRun run(b.g, 2);
+  EXPECT_EQ(run.itypes(), "LayerNorm(eps=0.001)");
+  auto xv = values(30 * 200);
+  for (auto& v : xv) v = v * 3 + 2;  // a mean away from 0: the centring matters
+  const auto wv = values(200), bv = values(200);
+  run.set(0, xv);
+  run.set(1, wv);
+  run.set(2, bv);
+  run.run(3);
+  const auto y = run.out(0);
+  for (int r = 0; r < 30; ++r) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < 200; ++c) mean += xv[r * 200 + c];
+    mean /= 200;
+    for (int c = 0; c < 200; ++c) var += (xv[r * 200 + c] - mean) * (xv[r * 200 + c] - mean);
+    const double rstd = 1 / std::sqrt(var / 200 + 1e-3);
+    for (int c = 0; c < 200; ++c)
+      EXPECT_NEAR(y[r * 200 + c], (xv[r * 200 + c] - mean) * rstd * wv[c] + bv[c], 1e-4) << r << " " << c;
+  }
+  GraphBuilder g;
+  const int x2 = g.placeholder("x", {4, 8}, "float32");
+  const int w2 = g.placeholder("w", {6}, "float32");
+  g.output({g.call("ln", "megakittens.layer_norm.default", {ref(x2), ref(w2), FxArg{}, real(1e-5)}, {4, 8}, "float32")});
+  EXPECT_HAS(error_of([&] { GraphRun bad(g.g); }),
+             "node 'ln' (megakittens.layer_norm.default): weight shape must be [8] (C of x), got [6]");
 }
 
 // q (1, 4, S, 64) and k, v (1, 2, S, 64) repeated to 4 heads the way HF's repeat_kv does it.
