@@ -25,12 +25,10 @@ that have one.
   patch are dropped, as the convolution drops them.
 
 - ``aten._softmax``, ``aten._safe_softmax`` and ``aten._log_softmax`` over the last dim (a model's own
-  softmax; SDPA's math path, which PyTorch takes for 3-D operands or a value head dim unlike the query's):
-  in fp32, the row max (``amax``, a RowReduce) subtracted, ``exp``, the row sum, one division (log-softmax:
-  the log of the sum subtracted), rounded once to the output dtype, as eager's kernels compute it.
-  ``_safe_softmax`` gives 0 on a row of -inf (a fully masked row) where softmax gives NaN: the max is
-  clamped to fp32's lowest, so such a row's exponentials are 0, and the sum to at least 1 (any other row's
-  sum is >= 1: its max term is exp(0)), so 0 / 1.
+  softmax; the SDPA math of megakittens/sdpa_math.py): one Softmax row instruction
+  (``megakittens::softmax``): the row max subtracted, exponentials, their sum, in fp32, rounded once to the
+  output dtype, as eager's kernels compute it. ``_safe_softmax`` gives 0 on a row of -inf (a fully masked
+  row) where softmax gives NaN.
 
 - ``aten.baddbmm`` with ``alpha`` or ``beta`` other than 1 (BLOOM's ALiBi scores): the batched product,
   then ``alpha * product + beta * input`` in fp32, rounded once (the product itself is rounded first).
@@ -99,41 +97,22 @@ def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     return y.view(B, Ho, Wo, O).permute(0, 3, 1, 2).contiguous()
 
 
-def _softmax_parts(x: torch.Tensor, dim: int, safe: bool) -> Any:
-    """(x - rowmax in fp32, its exponentials, their row sum) over the last dim; None for another dim."""
+def _softmax_op(x: torch.Tensor, dim: int, log: bool, safe: bool, out: torch.dtype) -> Any:
     if x.dim() == 0 or dim % x.dim() != x.dim() - 1 or not x.dtype.is_floating_point:
-        return None
-    xf = x.to(torch.float32)
-    m = xf.amax(-1, keepdim=True)
-    if safe:
-        m = m.clamp(min=torch.finfo(torch.float32).min)
-    shifted = xf - m
-    e = torch.exp(shifted)
-    return shifted, e, e.sum(-1, keepdim=True)
+        return NotImplemented
+    return torch.ops.megakittens.softmax(x, log, safe, str(out).removeprefix("torch."))
 
 
 def _softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> Any:
-    parts = _softmax_parts(x, dim, False)
-    if parts is None:
-        return NotImplemented
-    _, e, s = parts
-    return (e / s).to(torch.float32 if half_to_float else x.dtype)
+    return _softmax_op(x, dim, False, False, torch.float32 if half_to_float else x.dtype)
 
 
 def _safe_softmax(x: torch.Tensor, dim: int, dtype: Optional[torch.dtype] = None) -> Any:
-    parts = _softmax_parts(x, dim, True)
-    if parts is None:
-        return NotImplemented
-    _, e, s = parts
-    return (e / s.clamp(min=1.0)).to(dtype or x.dtype)
+    return _softmax_op(x, dim, False, True, dtype or x.dtype)
 
 
 def _log_softmax(x: torch.Tensor, dim: int, half_to_float: bool) -> Any:
-    parts = _softmax_parts(x, dim, False)
-    if parts is None:
-        return NotImplemented
-    shifted, _, s = parts
-    return (shifted - torch.log(s)).to(torch.float32 if half_to_float else x.dtype)
+    return _softmax_op(x, dim, True, False, torch.float32 if half_to_float else x.dtype)
 
 
 def _baddbmm(x: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, *, beta: float = 1, alpha: float = 1) -> Any:

@@ -355,6 +355,24 @@ def _(tensors, dim):
     return torch.cat([torch.empty_like(x) for x in tensors], dim)
 
 
+@torch.library.custom_op("megakittens::softmax", mutates_args=())
+def softmax(x: Tensor, log: bool, safe: bool, dtype: str) -> Tensor:
+    """softmax (log: log_softmax) of x over its last dim in fp32, rounded once to ``dtype`` ("bfloat16",
+    "float16" or "float32"); safe: a row whose max is -inf (every entry masked) gives zeros, as
+    ``aten._safe_softmax``, where softmax gives NaN. Raises ValueError for another dtype."""
+    out_dtype = _copy_dtype(dtype)
+    xf = x.float()
+    y = torch.log_softmax(xf, -1) if log else torch.softmax(xf, -1)
+    if safe:
+        y = torch.where((xf.amax(-1, keepdim=True) == float("-inf")), torch.zeros_like(y), y)
+    return y.to(out_dtype)
+
+
+@softmax.register_fake
+def _(x, log, safe, dtype):
+    return x.new_empty(x.shape, dtype=_copy_dtype(dtype))
+
+
 @torch.library.custom_op("megakittens::layer_norm", mutates_args=())
 def layer_norm(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> Tensor:
     """LayerNorm of x over its last dim: (x - mean) * rsqrt(var + eps) * weight + bias, the statistics (var

@@ -279,7 +279,7 @@ def test_is_causal_mask_checks_each_distinct_mask():
 
 @pytest.mark.parametrize("case,device_type", [
     ("embedding", "mk::Embedding"), ("cat", "mk::Cat"), ("copy", "mk::Copy<"), ("row_reduce", "mk::RowReduce<"),
-    ("row_max", "mk::RowReduce<"), ("layer_norm", "mk::LayerNorm<"), ("fp32_unary", "mk::ElementwiseUnary<mk::Unary::relu>")])
+    ("row_max", "mk::RowReduce<"), ("layer_norm", "mk::LayerNorm<"), ("softmax", "mk::Softmax<"), ("fp32_unary", "mk::ElementwiseUnary<mk::Unary::relu>")])
 def test_gpu_body(case, device_type):
     """Codegen gives each its device body ([Note: SIMT bodies], kernels/mk/simt.cuh): none is refused."""
     if getattr(_C, "gpu_runtime_missing", "x") or not hasattr(_C, "gpu_generate_source"):
@@ -290,6 +290,7 @@ def test_gpu_body(case, device_type):
         "copy": (lambda x: torch.relu(x.t()), (randn(64, 128),)),
         "row_reduce": (lambda x: x.sum(-1), (randn(8, 64),)),
         "row_max": (lambda x: x.amax(-1), (randn(8, 64),)),
+        "softmax": (lambda x: torch.softmax(x, -1), (randn(8, 64),)),
         "layer_norm": (lambda x, w, b: F.layer_norm(x, (64,), w, b), (randn(8, 64), randn(64), randn(64))),
         "fp32_unary": (lambda x: torch.relu(x), (torch.randn(8, 64),)),
     }[case]

@@ -100,6 +100,15 @@ def c_row_max(g):  # RowReduce max (softmax's row max): bf16 and fp32 rows, keep
     return f, [_randn((70, 300), g=g), _randn((3, 20, 129), g=g)]
 
 
+def c_softmax(g):  # Softmax: bf16 rows, fp32 log-softmax, safe rows of -inf (zeros) beside NaN-free ones
+    def f(x, y, z):
+        return (mkops.softmax(x, False, False, "bfloat16"), mkops.softmax(y, True, False, "float32"),
+                mkops.softmax(z, False, True, "float32"))
+    z = _randn((4, 16, 40), g=g).float() * 4
+    z[1, 3] = float("-inf")
+    return f, [_randn((70, 300), g=g) * 3, _randn((3, 20, 129), g=g).float(), z]
+
+
 def c_layer_norm(g):  # LayerNorm: bf16 with bf16 weight and bias, fp32 with a weight only, a stacked weight's row
     def f(x, w, b, y, W):
         return (mkops.layer_norm(x, w, b, 1e-5), mkops.layer_norm(y, W[1], None, 1e-3), mkops.layer_norm(x, None, None, 0.5))
@@ -160,7 +169,7 @@ def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged las
 
 
 CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
-                                     c_rope, c_row_reduce, c_row_max, c_layer_norm, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
+                                     c_rope, c_row_reduce, c_row_max, c_softmax, c_layer_norm, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
                                      c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved,
                                      c_rope_half_tables, c_rope_long)}
 

@@ -13,6 +13,7 @@
 #include "itypes/rope.h"
 #include "itypes/layer_norm.h"
 #include "itypes/row_reduce.h"
+#include "itypes/softmax.h"
 #include "runtime/driver.h"
 
 namespace mk::rt {
@@ -151,6 +152,11 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr bool mean = " +
               (rr->op() == "mean" ? "true" : "false") + ", max = " + (rr->op() == "max" ? "true" : "false") + ", keepdim = " + (rr->keepdim() ? "true" : "false") + ";\n};\n";
     return "mk::RowReduce<" + P + ">";
+  }
+  if (const auto* sm = dynamic_cast<const Softmax*>(&it)) {
+    params += "struct " + P + " {  // " + it.str() + "\n  static constexpr bool log = " + (sm->log() ? "true" : "false") +
+              ", safe = " + (sm->safe() ? "true" : "false") + ";\n};\n";
+    return "mk::Softmax<" + P + ">";
   }
   if (const auto* ln = dynamic_cast<const LayerNorm*>(&it)) {
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr float eps = " + float_literal(ln->eps()) +
@@ -296,6 +302,7 @@ std::string generate_source(const Program& p) {
   s += "#include \"mk/itypes/elementwise_any.cuh\"\n#include \"mk/itypes/rms_norm.cuh\"\n";
   s += "#include \"mk/itypes/copy.cuh\"\n#include \"mk/itypes/cat.cuh\"\n#include \"mk/itypes/embedding.cuh\"\n";
   s += "#include \"mk/itypes/rope.cuh\"\n#include \"mk/itypes/row_reduce.cuh\"\n#include \"mk/itypes/layer_norm.cuh\"\n";
+  s += "#include \"mk/itypes/softmax.cuh\"\n";
   s += "#include \"mk/itypes/gemm.cuh\"\n#include \"mk/itypes/attention.cuh\"\n\n";
   s += "namespace mk_gen {\n" + params + "struct Visit {\n";
   s += "  static constexpr int kNumIcodes = " + std::to_string(p.icodes.size()) + ";\n";

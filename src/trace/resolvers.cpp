@@ -17,6 +17,7 @@
 #include "itypes/rope.h"
 #include "itypes/layer_norm.h"
 #include "itypes/row_reduce.h"
+#include "itypes/softmax.h"
 #include "trace/op_call.h"
 
 namespace mk {
@@ -436,6 +437,11 @@ const std::map<std::string, Entry>& registry() {
           return {std::make_shared<Embedding>(), c.target(), {&c.tensor("weight"), &c.tensor("ids")}};
         }}},
       {"megakittens.cat.default", {"tensors, dim", cat}},
+      {"megakittens.softmax.default",
+       {"x, log, safe, dtype",
+        [](const OpCall& c) -> Resolution {
+          return {std::make_shared<Softmax>(c.flag("log"), c.flag("safe")), c.target(), {&c.tensor("x")}};
+        }}},
       {"megakittens.layer_norm.default",
        {"x, weight, bias, eps",
         [](const OpCall& c) -> Resolution {

@@ -1,6 +1,6 @@
 // The data-movement ITypes (issue 6) through the whole host pipeline (FX -> trace -> schedule -> CPU
 // reference interpreter): Copy (casts, transposes, broadcasts, inserted for views an IType cannot
-// read), Embedding, Cat, RowReduce (sum, mean, max), LayerNorm; and the repeat_kv -> GQA rewrite.
+// read), Embedding, Cat, RowReduce (sum, mean, max), Softmax, LayerNorm; and the repeat_kv -> GQA rewrite.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -313,6 +313,42 @@ TEST(RowReduceIType, MaxPropagatesNaN) {
     for (int c = 0; c < 40; ++c) want = std::max(want, xv[r * 40 + c]);
     if (r == 2) EXPECT_TRUE(std::isnan(m[r]));
     else EXPECT_EQ(m[r], want) << r;
+  }
+}
+
+TEST(SoftmaxIType, SoftmaxLogAndSafeRows) {
+  GraphBuilder b;
+  const int x = b.placeholder("x", {5, 33}, "float32");
+  const FxArg dt = str("float32");
+  const int p = b.call("sm", "megakittens.softmax.default", {ref(x), flag(false), flag(false), dt}, {5, 33}, "float32");
+  const int l = b.call("lsm", "megakittens.softmax.default", {ref(x), flag(true), flag(false), dt}, {5, 33}, "float32");
+  const int z = b.call("ssm", "megakittens.softmax.default", {ref(x), flag(false), flag(true), dt}, {5, 33}, "float32");
+  b.output({p, l, z});
+  GraphRun run(b.g, 2);
+  EXPECT_EQ(run.itypes(), "Softmax Softmax(log) Softmax(safe)");
+  auto xv = values(5 * 33);
+  for (int c = 0; c < 33; ++c) xv[3 * 33 + c] = -std::numeric_limits<float>::infinity();  // a fully masked row
+  xv[4 * 33 + 5] = std::nanf("");
+  run.set(0, xv);
+  run.run(3);
+  const auto sm = run.out(0), lsm = run.out(1), ssm = run.out(2);
+  for (int r = 0; r < 5; ++r) {
+    double m = -INFINITY, sum = 0;
+    for (int c = 0; c < 33; ++c) m = std::max(m, static_cast<double>(xv[r * 33 + c]));
+    for (int c = 0; c < 33; ++c) sum += std::exp(xv[r * 33 + c] - m);
+    for (int c = 0; c < 33; ++c) {
+      const int i = r * 33 + c;
+      if (r == 3) {  // softmax and log-softmax NaN (as torch), the safe one 0
+        EXPECT_TRUE(std::isnan(sm[i]) && std::isnan(lsm[i])) << c;
+        EXPECT_EQ(ssm[i], 0.f) << c;
+      } else if (r == 4) {
+        EXPECT_TRUE(std::isnan(sm[i]) && std::isnan(lsm[i]) && std::isnan(ssm[i])) << c;
+      } else {
+        EXPECT_NEAR(sm[i], std::exp(xv[i] - m) / sum, 1e-6) << r << " " << c;
+        EXPECT_NEAR(lsm[i], xv[i] - m - std::log(sum), 1e-5) << r << " " << c;
+        EXPECT_EQ(ssm[i], sm[i]) << r << " " << c;
+      }
+    }
   }
 }
 
