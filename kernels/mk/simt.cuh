@@ -63,6 +63,30 @@ constexpr int kSimtBarrier = kConsumerBarrier;
 // (chunked<U>): one chunk at a time cost ~10 us per 128 x 128 instruction, a memory round trip per chunk,
 // 50 us of every 8B layer's critical path (benchmarks/notes.md Session 20).
 
+// Warp-wide reductions of the row bodies (RowReduce, Softmax, LayerNorm: a warp per row; every lane gets
+// the result). warp_max_nan: NaN if any lane saw one (its partial max m skips NaNs: fmaxf would drop them).
+__device__ __forceinline__ float warp_sum_f32(float v) {
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) v += __shfl_xor_sync(0xffffffffu, v, k);
+  return v;
+}
+__device__ __forceinline__ float warp_max_nan(float m, bool nan) {
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, k));
+  return __any_sync(0xffffffffu, nan) ? __int_as_float(0x7fffffff) : m;
+}
+// A row's max over this lane's elements e = lane, lane + 32, ... < C of row offset `row`; `nan` set if any
+// was NaN (feed both to warp_max_nan).
+__device__ __forceinline__ float lane_max(const SlotDesc& s, long long row, int C, int lane, bool& nan) {
+  float m = -__int_as_float(0x7f800000);
+  for (int e = lane; e < C; e += 32) {
+    const float f = ld_f32(s, row + e);
+    nan |= f != f;
+    m = f > m ? f : m;
+  }
+  return m;
+}
+
 // Strides in elements of a contiguous slot's padded dims; -1 (a broadcast or 1-wide view dim) is 0.
 __device__ __forceinline__ long long dim_stride(const SlotDesc& s, int d) {
   long long st = 1;

@@ -73,6 +73,32 @@ int64_t rows_per_page(int64_t cols, int elem_bytes, const Profile& p) {
   return std::max<int64_t>(1, p.page_bytes / row_bytes);
 }
 
+void require_row_operands(const NodeInfo& n, size_t inputs, bool same_shape) {
+  require_inputs(n, inputs);
+  require_outputs(n, 1);
+  const Operand& x = n.inputs[0];
+  const TensorMeta& y = n.outputs[0];
+  require_rank(n, "input x", x.shape(), 1, 4);
+  require_float(n, "input x", x.dtype());
+  require_float(n, "output", y.dtype);
+  if (same_shape && x.shape() != y.shape)
+    fail("node '", n.name, "' (", n.target, "): input x shape ", shape_str(x.shape()), " must equal the output shape ",
+         shape_str(y.shape));
+  require_tile_view(n, "input x", x);
+}
+
+int64_t num_page_row_tiles(const NodeInfo& n) {
+  const Coord4 s = n.inputs[0].padded();
+  return num_row_tiles(s, rows_per_page(s[3], dtype_size(n.inputs[0].dtype()), n.profile));
+}
+
+PageRowTile page_row_tile(const NodeInfo& n, int64_t i) {
+  const Coord4 s = n.inputs[0].padded();
+  const RowTile t = row_tile(s, rows_per_page(s[3], dtype_size(n.inputs[0].dtype()), n.profile), i);
+  const Coord4& o = t.origin;
+  return {t, Box{o, {o[0] + 1, o[1] + 1, o[2] + t.rows, s[3]}}};
+}
+
 int64_t num_row_tiles(const Coord4& s, int64_t n) { return s[0] * s[1] * ceil_div(s[2], n); }
 
 RowTile row_tile(const Coord4& s, int64_t n, int64_t i) {

@@ -128,6 +128,17 @@ struct RowTile {
 };
 int64_t num_row_tiles(const Coord4& shape, int64_t n);
 RowTile row_tile(const Coord4& shape, int64_t n, int64_t i);
+// The row tiles of input 0 in pages of its rows (rows_per_page of its C and dtype): RowReduce, Softmax and
+// LayerNorm's instructions, their count and the i-th with its box over the padded shape.
+int64_t num_page_row_tiles(const NodeInfo&);
+// Their common checks: `inputs` inputs, one output, input 0 a floating tile view of rank 1-4, a floating
+// output; same_shape: the output has input 0's shape.
+void require_row_operands(const NodeInfo&, size_t inputs, bool same_shape);
+struct PageRowTile {
+  RowTile tile;
+  Box box;  // (b, d, r0.., 0..C)
+};
+PageRowTile page_row_tile(const NodeInfo&, int64_t i);
 // [Note: balanced row tiles] Tiles per (b, d) plane for tiles of at most `n` rows: ceil(r / n), raised
 // (by at most an eighth) to make all planes' tiles a multiple of `num_sms` when there are at least that
 // many. With every SM given the same number of instructions whose rows differ by at most one, the last

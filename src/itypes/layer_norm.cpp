@@ -16,18 +16,8 @@ std::string LayerNorm::params() const {
 }
 
 void LayerNorm::validate(const NodeInfo& n) const {
-  require_inputs(n, 1 + has_weight_ + has_bias_);
-  require_outputs(n, 1);
-  const Operand& x = n.inputs[0];
-  const TensorMeta& y = n.outputs[0];
-  require_rank(n, "input x", x.shape(), 1, 4);
-  require_float(n, "input x", x.dtype());
-  require_float(n, "output", y.dtype);
-  if (x.shape() != y.shape)
-    fail("node '", n.name, "' (", n.target, "): input x shape ", shape_str(x.shape()), " must equal the output shape ",
-         shape_str(y.shape));
-  require_tile_view(n, "input x", x);
-  const int64_t C = x.shape().back();
+  require_row_operands(n, 1 + has_weight_ + has_bias_, true);
+  const int64_t C = n.inputs[0].shape().back();
   for (int k = 1; k < static_cast<int>(n.inputs.size()); ++k) {
     const char* what = k == 1 && has_weight_ ? "weight" : "bias";
     const Operand& p = n.inputs[k];
@@ -42,31 +32,24 @@ void LayerNorm::validate(const NodeInfo& n) const {
   }
 }
 
-int64_t LayerNorm::num_instructions(const NodeInfo& n) const {
-  const Coord4 s = n.inputs[0].padded();
-  return num_row_tiles(s, rows_per_page(s[3], dtype_size(n.inputs[0].dtype()), n.profile));
-}
+int64_t LayerNorm::num_instructions(const NodeInfo& n) const { return num_page_row_tiles(n); }
 
 InstrDesc LayerNorm::instruction(const NodeInfo& n, int64_t i) const {
-  const Coord4 s = n.inputs[0].padded();
-  const int64_t C = s[3];
-  const RowTile t = row_tile(s, rows_per_page(C, dtype_size(n.inputs[0].dtype()), n.profile), i);
-  const Coord4& o = t.origin;
-  const Box box{o, {o[0] + 1, o[1] + 1, o[2] + t.rows, C}};
+  const PageRowTile t = page_row_tile(n, i);
   InstrDesc d;
-  push_origin(d.indices, n.inputs[0].origin(o));
-  push_origin(d.indices, o);
+  push_origin(d.indices, n.inputs[0].origin(t.tile.origin));
+  push_origin(d.indices, t.tile.origin);
   for (int k = 1; k < 3; ++k) {  // weight's, then bias' (d, r, c); zeros for an absent one
     const bool present = k == 1 ? has_weight_ : has_bias_;
     const int at = k == 1 || !has_weight_ ? 1 : 2;
     const Coord4 p = present ? n.inputs[at].origin({0, 0, 0, 0}) : Coord4{0, 0, 0, 0};
     for (int j = 1; j < 4; ++j) d.indices.push_back(static_cast<int32_t>(p[j]));
   }
-  d.indices.push_back(static_cast<int32_t>(t.rows));
-  d.indices.push_back(static_cast<int32_t>(C));
-  d.reads = {{box}};
+  d.indices.push_back(static_cast<int32_t>(t.tile.rows));
+  d.indices.push_back(static_cast<int32_t>(t.box.hi[3]));
+  d.reads = {{t.box}};
   for (size_t k = 1; k < n.inputs.size(); ++k) d.reads.push_back({Box::of_shape(n.inputs[k].padded())});
-  d.writes = {{box}};
+  d.writes = {{t.box}};
   return d;
 }
 

@@ -19,16 +19,9 @@ struct RowReduceBody {
       const long long row = elem_offset(xs, x[0], x[1], x[2] + r, x[3]);
       float v;
       if constexpr (P::max) {
-        float mx = -__int_as_float(0x7f800000);  // -inf
         bool nan = false;
-        for (int e = c.lane; e < C; e += 32) {
-          const float f = ld_f32(xs, row + e);
-          nan |= f != f;
-          mx = f > mx ? f : mx;
-        }
-#pragma unroll
-        for (int m = 16; m > 0; m >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));  // no NaN in mx
-        v = __any_sync(0xffffffffu, nan) ? __int_as_float(0x7fffffff) : mx;
+        const float mx = lane_max(xs, row, C, c.lane, nan);
+        v = warp_max_nan(mx, nan);
       } else {
         double acc = 0;
         for (int e = c.lane; e < C; e += 32) acc += ld_f32(xs, row + e);

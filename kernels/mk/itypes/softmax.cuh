@@ -20,24 +20,15 @@ struct SoftmaxBody {
     for (int r = tid / 32; r < rows; r += kConsumerWarps) {
       const long long row = elem_offset(xs, x[0], x[1], x[2] + r, x[3]);
       const long long out = elem_offset(y, oy[0], oy[1], oy[2] + r, oy[3]);
-      float m = -inf;
       bool nan = false;
-      for (int e = c.lane; e < C; e += 32) {
-        const float f = ld_f32(xs, row + e);
-        nan |= f != f;
-        m = f > m ? f : m;
-      }
-#pragma unroll
-      for (int k = 16; k > 0; k >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, k));
-      if (__any_sync(0xffffffffu, nan)) m = __int_as_float(0x7fffffff);
+      const float m = warp_max_nan(lane_max(xs, row, C, c.lane, nan), nan);
       if (P::safe && m == -inf) {
         for (int e = c.lane; e < C; e += 32) st_f32(y, out + e, 0.f);
         continue;
       }
       float s = 0.f;
       for (int e = c.lane; e < C; e += 32) s += __expf(ld_f32(xs, row + e) - m);
-#pragma unroll
-      for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffffu, s, k);
+      s = warp_sum_f32(s);
       const float ls = __logf(s), inv = __frcp_rn(s);
       for (int e = c.lane; e < C; e += 32) {
         const float d = ld_f32(xs, row + e) - m;
