@@ -37,9 +37,8 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import decompose, fold
-from megakittens.fold import _SDPA, _bound_args
+from megakittens.fold import _MASK_ARGS, _SDPA, _bound_args
 
-_MASK_ARGS = ("attn_mask", "attn_bias")
 _TARGETS = _SDPA | {"aten._scaled_dot_product_flash_attention.default"}
 
 
