@@ -19,7 +19,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from megakittens import _C, artifacts, decompose, fallback, fold, fx_export, sdpa_math
+from megakittens import _C, artifacts, decompose, eager_attention, fallback, fold, fx_export, rank5, sdpa_math
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options, work_queue_for
 
@@ -68,11 +68,15 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     if options.verbose:
         _print_graph(gm, name, is_backward)
     fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
+    rank5.select_from_rank5_views(gm)  # BLOOM's (B, S, H, 3, D) view of its fused q / k / v
+    if options.fuse:
+        eager_attention.fuse_eager_attention(gm)  # matmul -> softmax -> matmul written out: SDPA
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     gm.graph.eliminate_dead_code()  # e.g. LayerNorm's mean / rstd outputs (megakittens/decompose.py), unread
     gm.recompile()
     if options.fallback is None:  # else such SDPA calls run as PyTorch's own SDPA between megakernels
         sdpa_math.decompose_unsupported_sdpa(gm)  # other masks, head dims Attention lacks: the score-matrix math
+    rank5.flatten_repeat_kv(gm)  # GQA's rank-5 copies that no SDPA reads, in four dims
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
     # Strided inputs arrive as contiguous copies (the dispatcher makes them), so trace them as such.

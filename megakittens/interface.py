@@ -62,7 +62,8 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     supported ops into its own megakernel and runs the other ops as ordinary torch ops between them
     (``megakittens.backend.partitionings[-1]`` records the split; dry_run prints it). Graph breaks stay
     errors either way. fuse: False skips the fusion passes (RMSNorm, RoPE, repeat_kv, residual add, SwiGLU,
-    activation epilogue, elementwise chains), so each aten op lowers on its own, as in the seed.
+    activation epilogue, elementwise chains, attention written out as matmul / softmax / matmul), so each
+    aten op lowers on its own, as in the seed.
 
     Raises TypeError for an unknown option name (as Python does, listing the valid ones), ValueError for a
     bad cluster_size, target, fallback, or a flag that is not a bool (global_work_queue: a bool or None).

@@ -370,11 +370,14 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
         # The aten SDPA ops take no enable_gqa: fewer key / value heads reach them only as GQA.
         if (bound.get("dropout_p") or 0.0) != 0.0 or not _heads_ok(qv, kv, vv, True) or not _dims_ok(qv, vv):
             continue
-        # Only the attention output may be read (the other outputs are statistics for backward).
-        users = list(node.users)
+        # Only the attention output may be read (the other outputs are statistics for backward);
+        # aten.scaled_dot_product_attention returns that output alone.
+        single = str(node.target) == "aten.scaled_dot_product_attention.default"
+        users = [] if single else list(node.users)
         if not all(u.op == "call_function" and u.target is operator.getitem for u in users) or \
                 any(u.args[1] != 0 and u.users for u in users):
             continue
+        outs = [node] if single else [u for u in users if u.args[1] == 0]
         scale = bound.get("scale")
         scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
         fake_mode = torch._guards.detect_fake_mode([qv, kv, vv]) or FakeTensorMode()
@@ -384,7 +387,7 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
             if mask is None:
                 continue
         args = [q, k, v] + ([mask] if mask is not None else [])
-        order = _memory_order(next((u.meta.get("val") for u in users if u.args[1] == 0), None))
+        order = _memory_order(next((u.meta.get("val") for u in outs), None))
         with fake_mode:
             fakes = [a.meta["val"] for a in args]
             fakes = [_fake(fake_mode, t) for t in fakes]
@@ -393,9 +396,9 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
         placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
         with gm.graph.inserting_before(node):
             out = gm.graph.graph_copy(sub.graph, dict(zip(placeholders, args)))
+        for u in outs:
+            u.replace_all_uses_with(out)
         for u in users:
-            if u.args[1] == 0:
-                u.replace_all_uses_with(out)
             gm.graph.erase_node(u)
         gm.graph.erase_node(node)
         count += 1

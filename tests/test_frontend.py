@@ -514,8 +514,8 @@ def test_sdpa_with_grad_error_says_no_grad():
 
 
 def test_training_graph_error_says_no_grad():
-    """A repeat_kv (GQA) before SDPA in a training graph stays rank 5 (autograd saves the expanded K / V):
-    whatever fails in a training capture says it is one and how to get the inference graph."""
+    """A repeat_kv (GQA) before SDPA in a training graph (autograd saves the expanded K / V and SDPA's
+    statistics): whatever fails in a training capture says how to get the inference graph."""
     lin = torch.nn.Linear(256, 256, bias=False).to(torch.bfloat16)
 
     def f(x):
@@ -524,7 +524,7 @@ def test_training_graph_error_says_no_grad():
         kv = kv[:, :, None].expand(1, 2, 2, 16, 64).reshape(1, 4, 16, 64)
         return torch.nn.functional.scaled_dot_product_attention(q, kv, kv, is_causal=True)
 
-    with pytest.raises(Exception, match=r"rank-5.*training graph.*torch\.no_grad\(\)"):
+    with pytest.raises(Exception, match=r"torch\.no_grad\(\)"):
         megakittens.compile(f)(randn(16, 256))
     with torch.no_grad():
         x = randn(16, 256)

@@ -1,0 +1,60 @@
+"""Rank-5 tensors models build (megakittens/rank5.py), rewritten in four dims on the CPU interpreter: a
+rank-5 view read through selects of one dim (BLOOM's fused q / k / v) and Hugging Face's repeat_kv read by
+a matmul."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import BF16, randn, rel_err
+
+
+def test_rank5_view_read_by_selects():
+    """x.view(B, S, H, 3, D)[..., i, :]: the view merged to (B, S, H, 3 D), each select a slice of it."""
+    def f(x, w):
+        B, S, _ = x.shape
+        qkv = (x @ w).view(B, S, 4, 3, 32)
+        q, k, v = qkv[..., 0, :], qkv[..., 1, :], qkv[..., 2, :]
+        return q * k + v.sin()
+
+    x, w = randn(2, 24, 64), randn(64, 384, scale=0.125)
+    out, ref = megakittens.compile(f)(x, w), f(x, w)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+    assert not any(k.startswith("Copy") for k in (n.itype for n in mk_backend.dispatchers[-1].program.nodes))
+
+
+def test_rank5_view_selected_along_its_last_dim_keeps_the_error():
+    def f(x):
+        return x.view(2, 3, 4, 5, 8)[..., 1] * 2.0
+
+    with pytest.raises(Exception, match=r"rank <= 4|rank-5"):
+        megakittens.compile(f)(randn(2, 3, 4, 40))
+
+
+def test_repeat_kv_read_by_a_matmul():
+    """repeat_kv (unsqueeze -> expand to rank 5 -> reshape) of a transposed (B, S, Hk, D) key: copied in four
+    dims, then multiplied."""
+    def f(q, k):
+        B, Hk, S, D = k.shape
+        k = k[:, :, None].expand(B, Hk, 3, S, D).reshape(B, Hk * 3, S, D)
+        return (q @ k.transpose(-2, -1)).tanh()
+
+    q, k = randn(2, 6, 16, 64), randn(2, 16, 2, 64).transpose(1, 2)
+    out, ref = megakittens.compile(f)(q, k), f(q, k)
+    assert rel_err(out, ref) <= 1e-2
+
+
+transformers = pytest.importorskip("transformers")
+
+
+def test_hf_bloom_matches_eager():
+    """BLOOM (eager attention only: ALiBi through baddbmm, its fused q / k / v viewed in rank 5)."""
+    cfg = transformers.BloomConfig(hidden_size=256, n_layer=2, n_head=4, vocab_size=256)
+    torch.manual_seed(0)
+    m = transformers.BloomModel(cfg).eval().to(BF16)
+    ids = torch.randint(0, 256, (2, 40))
+    with torch.no_grad():
+        out, ref = megakittens.compile(m)(ids).last_hidden_state, m(ids).last_hidden_state
+    assert rel_err(out, ref) <= 2e-2
