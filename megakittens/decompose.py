@@ -14,15 +14,22 @@ that have one.
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
-- ``aten.convolution`` whose kernel tiles its input (stride == kernel size, no padding, no dilation, one group,
-  not transposed, 1-D or 2-D): the patch embedding of ViT, CLIP and SigLIP vision encoders. Each output
-  position reads its own patch, so the convolution is one matrix product: the patches gathered as rows by
-  two 4-D permute copies (channels after patch rows, then the kernel's columns after patch columns), times
-  the weight viewed as (out channels, in channels x kernel) and transposed, plus the bias, then copied to
-  NCHW as eager returns it. A patch of a length that is not a multiple of 16 bytes (14 x 14 x 3 values) is
-  padded with zero columns in both operands, and an output channel count that is not with zero filters
-  (sliced off; TMA's row alignment). Rows and columns past the last whole
-  patch are dropped, as the convolution drops them.
+- ``aten.convolution`` (1-D and 2-D, not transposed), ``aten.max_pool2d_with_indices`` (its indices unread)
+  and ``aten.constant_pad_nd``: megakittens/convolution.py (a patch embedding as one matrix product, other
+  convolutions by im2col, depthwise ones elementwise, max pooling as the maximum of its taps, padding as a
+  Cat with constant blocks).
+
+- ``aten.native_batch_norm`` in eval mode (running statistics; ResNet, RegNet, MobileNet) and
+  ``aten.native_group_norm`` (wav2vec2's feature encoder): elementwise in fp32 around per-channel statistics
+  (group norm: row means over each group's values, as LayerNorm's), rounded once, as eager's kernels compute
+  them. ``aten.mean.dim`` / ``aten.sum.dim_IntList`` over several trailing dims (global average pooling,
+  ``x.mean((-2, -1))``): one reduction over the merged last dim.
+
+- ``aten._weight_norm_interface`` (``nn.utils.weight_norm``: wav2vec2 / HuBERT's positional convolution):
+  the norm of v over every dim but one, as a row sum, then v g / norm, in fp32 and rounded once.
+
+- ``aten.hardtanh`` (ReLU6), ``aten.hardsigmoid`` and ``aten.hardswish`` (MobileNet): clamps and products,
+  torch's definitions, in fp32 and rounded once as eager's kernels.
 
 - ``aten._softmax``, ``aten._safe_softmax`` and ``aten._log_softmax`` over the last dim (a model's own
   softmax; the SDPA math of megakittens/sdpa_math.py): one Softmax row instruction
@@ -42,6 +49,8 @@ from typing import Any, Optional, Sequence
 
 import torch
 
+from megakittens import convolution
+
 aten = torch.ops.aten
 
 
@@ -58,43 +67,88 @@ def _layer_norm(x: torch.Tensor, normalized_shape: Sequence[int], weight: Option
     return torch.ops.megakittens.layer_norm(x, weight, bias, eps), mean, rstd
 
 
-def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: Sequence[int],
-                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
-                 groups: int) -> Any:
-    nd = weight.dim() - 2
-    kernel = list(weight.shape[2:])
-    if nd not in (1, 2) or x.dim() != nd + 2 or transposed or groups != 1 or list(stride) != kernel or \
-            any(padding) or any(d != 1 for d in dilation) or not x.dtype.is_floating_point:
+def _batch_norm_eval(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+                     mean: Optional[torch.Tensor], var: Optional[torch.Tensor], training: bool, eps: float) -> Any:
+    if training or mean is None or var is None or not x.dtype.is_floating_point or not 2 <= x.dim() <= 4:
         return NotImplemented
-    if nd == 1:  # (B, C, L) as (B, C, 1, L) with a (1, k) kernel
-        out = _convolution(x.unsqueeze(2), weight.unsqueeze(2), bias, [1, kernel[0]], [0, 0], [1, 1], False, [0, 0], 1)
-        return NotImplemented if out is NotImplemented else out.squeeze(2)
-    B, C, H, W = x.shape
-    O, _, ph, pw = weight.shape
-    Ho, Wo = H // ph, W // pw
-    if Ho == 0 or Wo == 0:
+    shape = [1, -1] + [1] * (x.dim() - 2)  # per channel (dim 1)
+    f32 = lambda t: t.to(torch.float32).reshape(shape)  # noqa: E731
+    y = (x.to(torch.float32) - f32(mean)) * torch.rsqrt(f32(var) + eps)
+    if weight is not None:
+        y = y * f32(weight)
+    if bias is not None:
+        y = y + f32(bias)
+    none = torch.zeros(0, dtype=torch.float32, device=x.device)  # eval's saved statistics are empty
+    return y.to(x.dtype), none, none
+
+
+def _native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps) -> Any:
+    return _batch_norm_eval(x, weight, bias, running_mean, running_var, training, eps)
+
+
+def _batch_norm_no_training(x, weight, bias, running_mean, running_var, momentum, eps) -> Any:
+    return _batch_norm_eval(x, weight, bias, running_mean, running_var, False, eps)
+
+
+def _group_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor], N: int, C: int,
+                HxW: int, group: int, eps: float) -> Any:
+    if not x.dtype.is_floating_point or x.dim() > 4 or C % group:
         return NotImplemented
-    x = x[:, :, :Ho * ph, :Wo * pw]
-    # (B, C, Ho, ph * W') -> (B, Ho, C, ph * W'): a patch row's channels together
-    rows = x.reshape(B, C, Ho, ph * Wo * pw).permute(0, 2, 1, 3).contiguous()
-    # (B Ho, C ph, Wo, pw) -> (B Ho, Wo, C ph, pw): one patch's C x ph x pw values in a row
-    K = C * ph * pw
-    patches = rows.view(B * Ho, C * ph, Wo, pw).permute(0, 2, 1, 3).contiguous().view(B * Ho * Wo, K)
-    w = weight.reshape(O, K)
-    align = 16 // x.element_size()  # TMA rows are 16-byte multiples (a 14 x 14 RGB patch is 588 values)
-    zeros = lambda *n: torch.zeros(*n, dtype=x.dtype, device=x.device)  # noqa: E731 (folded: no input)
-    pad = -K % align
-    if pad:
-        patches = torch.cat([patches, zeros(B * Ho * Wo, pad)], 1)
-        w = torch.cat([w, zeros(O, pad)], 1)
-    out_pad = -O % align  # output rows too: zero filters, sliced off below
-    if out_pad:
-        w = torch.cat([w, zeros(out_pad, w.shape[1])], 0)
-        bias = torch.cat([bias, zeros(out_pad).to(bias.dtype)]) if bias is not None else None
-    y = torch.addmm(bias, patches, w.t()) if bias is not None else torch.mm(patches, w.t())
-    y = y[:, :O]
-    # NCHW, contiguous as eager's convolution returns it
-    return y.view(B, Ho, Wo, O).permute(0, 3, 1, 2).contiguous()
+    xf = x.to(torch.float32).reshape(N, group, -1)
+    mean = xf.mean(-1, keepdim=True)
+    centered = xf - mean
+    rstd = torch.rsqrt((centered * centered).mean(-1, keepdim=True) + eps)
+    y = (centered * rstd).reshape(N, C, -1)
+    if weight is not None:
+        y = y * weight.to(torch.float32).reshape(1, C, 1)
+    if bias is not None:
+        y = y + bias.to(torch.float32).reshape(1, C, 1)
+    return y.to(x.dtype).reshape(x.shape), mean.reshape(N, group), rstd.reshape(N, group)
+
+
+def _trailing_reduction(op, x: torch.Tensor, dim: Optional[Sequence[int]], keepdim: bool = False,
+                        dtype: Optional[torch.dtype] = None) -> Any:
+    """A mean / sum over the last k > 1 dims (or all of them) as one over their merged last dim."""
+    r = x.dim()
+    dims = sorted({d % r for d in dim}) if dim else list(range(r))
+    k = len(dims)
+    if r == 0 or k < 2 or dims != list(range(r - k, r)):
+        return NotImplemented
+    out = op(x.reshape(*x.shape[:r - k], -1), -1, keepdim, dtype=dtype)
+    return out.reshape(*x.shape[:r - k], *([1] * k)) if keepdim else out
+
+
+def _mean_dims(x, dim, keepdim=False, *, dtype=None) -> Any:
+    return _trailing_reduction(aten.mean.dim, x, dim, keepdim, dtype)
+
+
+def _sum_dims(x, dim, keepdim=False, *, dtype=None) -> Any:
+    return _trailing_reduction(aten.sum.dim_IntList, x, dim, keepdim, dtype)
+
+
+def _weight_norm(v: torch.Tensor, g: torch.Tensor, dim: int = 0) -> Any:
+    """torch.nn.utils.weight_norm's w = v g / ||v|| (the norm over every dim but ``dim``, fp32, shaped like g),
+    computed at each call from the parameters, in fp32 and rounded once; returns (w, norm) as the op."""
+    if not v.dtype.is_floating_point or v.dim() > 4 or g.dim() != v.dim():
+        return NotImplemented
+    dim %= v.dim()
+    vf = v.to(torch.float32)
+    rows = vf.movedim(dim, 0).reshape(v.shape[dim], -1)
+    norm = torch.sqrt((rows * rows).sum(-1)).reshape(g.shape)
+    return (vf * (g.to(torch.float32) / norm)).to(v.dtype), norm
+
+
+def _hardtanh(x: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Any:
+    return torch.clamp(x, min_val, max_val)  # ReLU6 (MobileNet) is hardtanh(0, 6)
+
+
+def _hardsigmoid(x: torch.Tensor) -> Any:  # relu6(x + 3) / 6 in fp32, rounded once (eager's kernels)
+    return (torch.clamp(x.to(torch.float32) + 3.0, 0.0, 6.0) / 6.0).to(x.dtype)
+
+
+def _hardswish(x: torch.Tensor) -> Any:  # x * relu6(x + 3) / 6 in fp32, rounded once
+    xf = x.to(torch.float32)
+    return (xf * torch.clamp(xf + 3.0, 0.0, 6.0) / 6.0).to(x.dtype)
 
 
 def _softmax_op(x: torch.Tensor, dim: int, log: bool, safe: bool, out: torch.dtype) -> Any:
@@ -152,7 +206,18 @@ def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
 
 TABLE = {
     aten.native_layer_norm.default: _layer_norm,
-    aten.convolution.default: _convolution,
+    aten.convolution.default: convolution.convolution,
+    aten.max_pool2d_with_indices.default: convolution.max_pool2d_with_indices,
+    aten.constant_pad_nd.default: convolution.constant_pad_nd,
+    aten.native_batch_norm.default: _native_batch_norm,
+    aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,
+    aten.native_group_norm.default: _group_norm,
+    aten._weight_norm_interface.default: _weight_norm,
+    aten.hardtanh.default: _hardtanh,
+    aten.hardsigmoid.default: _hardsigmoid,
+    aten.hardswish.default: _hardswish,
+    aten.mean.dim: _mean_dims,
+    aten.sum.dim_IntList: _sum_dims,
     aten.baddbmm.default: _baddbmm,
     aten._softmax.default: _softmax,
     aten._safe_softmax.default: _safe_softmax,

@@ -6,7 +6,8 @@ Python data inside forward...) is evaluated once at compile time; an ``index.Ten
 of rows becomes a slice;
 an SDPA whose ``attn_mask`` evaluates to the causal mask becomes ``is_causal=True`` without a mask (the
 Attention instruction type has no masks), and every other folded tensor that a remaining node reads
-becomes a ``get_attr`` constant of ``gm``, which the tracer treats as a graph input.
+becomes a ``get_attr`` constant of ``gm``, which the tracer treats as a graph input (equal ones, such as a
+convolution's zero padding blocks, share one).
 
 ``drop_empty_cat_operands(gm)``: ``aten.cat`` skips 1-D empty operands (torch's legacy rule); Hugging Face's
 KV cache starts as such a tensor, so a prefill with ``use_cache=True`` concatenates the new keys onto one.
@@ -247,23 +248,28 @@ def fold_constants(gm: torch.fx.GraphModule) -> int:
         _drop_causal_masks(gm, env)
         _index_ranges_to_slices(gm, env)
     count = 0
+    made: dict = {}  # (dtype, shape) -> [(value, get_attr node)]: equal constants share one (a tensor slot each)
     for node in list(gm.graph.nodes):
         if node not in env or not isinstance(env[node], torch.Tensor):
             continue
         users = [u for u in node.users if u not in env]
         if not users:
             continue
-        name = f"_mk_const_{count}"
-        while hasattr(gm, name):
-            name += "_"
         value = env[node].contiguous()
-        gm.register_buffer(name, value, persistent=False)
-        with gm.graph.inserting_before(node):
-            const = gm.graph.get_attr(name)
-        const.meta["val"] = value
+        same = made.setdefault((value.dtype, value.device, tuple(value.shape)), [])
+        const = next((c for v, c in same if torch.equal(v, value)), None)
+        if const is None:
+            name = f"_mk_const_{count}"
+            while hasattr(gm, name):
+                name += "_"
+            gm.register_buffer(name, value, persistent=False)
+            with gm.graph.inserting_before(node):
+                const = gm.graph.get_attr(name)
+            const.meta["val"] = value
+            same.append((value, const))
+            count += 1
         for u in users:
             u.replace_input_with(node, const)
-        count += 1
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return count

@@ -121,11 +121,17 @@ def test_patch_convolution_becomes_one_matrix_product(shape, kernel, bias):
 
 @pytest.mark.parametrize("kw", [dict(kernel_size=3, padding=1), dict(kernel_size=4, stride=2), dict(kernel_size=4, stride=4, groups=2),
                                 dict(kernel_size=2, stride=2, dilation=2)])
-def test_other_convolutions_are_reported(kw):
-    """A convolution whose kernel does not tile its input stays unsupported: the error names the op and the rule."""
-    conv = torch.nn.Conv2d(4, 8, **kw).to(BF16).requires_grad_(False)
-    with pytest.raises(Exception, match=r"aten.convolution.*kernel tiles the input"):
+def test_transposed_convolutions_are_reported(kw):
+    """Convolutions the decomposition does not lower (transposed) keep an error naming the op and the rule."""
+    conv = torch.nn.ConvTranspose2d(4, 8, **kw).to(BF16).requires_grad_(False)
+    with pytest.raises(Exception, match=r"aten.convolution.*1-D or 2-D, not transposed.*transposed True"):
         megakittens.compile(conv)(randn(1, 4, 16, 16))
+
+
+def test_3d_convolution_is_reported():
+    conv3 = torch.nn.Conv3d(4, 8, 3).to(BF16).requires_grad_(False)
+    with pytest.raises(Exception, match=r"rank-5 tensors are not supported"):
+        megakittens.compile(conv3)(randn(1, 4, 6, 6, 6))
 
 
 def test_layer_norm_weight_from_a_stacked_parameter():

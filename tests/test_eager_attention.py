@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import megakittens
 import megakittens.backend as mk_backend
 from common import BF16, randn, rel_err
+from test_sdpa_math import assert_gpu_bodies
 from megakittens.eager_attention import _big_negative
 
 
@@ -142,6 +143,7 @@ def test_hf_llama_eager_attention_is_the_attention_instruction():
     assert rel_err(out, ref) <= 2e-2
     assert kinds().count("Attention(causal=1,scale=0.125,bshd=qvo)") == 2, kinds()
     assert not any(k.startswith("Softmax") for k in kinds())
+    assert_gpu_bodies()
 
 
 @pytest.mark.parametrize("family", ["gemma2", "gptj", "mpt", "llama_attentions"])

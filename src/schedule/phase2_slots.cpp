@@ -18,6 +18,7 @@ struct PoolEntry {
   TensorMeta meta;
   int64_t free_after;          // end of the last instruction that touched the old contents
   std::vector<int> arrivers;   // scheduled nodes: the old producer and all its readers
+  int producer = -1, output = -1;  // DAG ids of the old tensor
 };
 
 // Past kMaxSlots the assignment goes on, so that the error at the end can say how many slots the graph needs.
@@ -102,7 +103,7 @@ void phase2_assign_slots(ScheduleState& st) {
         if (ok) {
           slot = s;
           mark(s);
-          if (!readers.empty()) st.reuse_events.push_back({me, readers, s});
+          if (!readers.empty()) st.reuse_events.push_back({me, readers, s, e.node, e.output});
         }
       }
       if (slot < 0) {
@@ -111,7 +112,7 @@ void phase2_assign_slots(ScheduleState& st) {
         });
         if (it != pool.end()) {
           slot = it->slot;
-          st.reuse_events.push_back({me, it->arrivers, slot});
+          st.reuse_events.push_back({me, it->arrivers, slot, it->producer, it->output});
           pool.erase(it);
         } else {
           slot = new_slot(st, meta, n.id);
@@ -131,7 +132,7 @@ void phase2_assign_slots(ScheduleState& st) {
       const Node& p = dag.nodes[producer];
       const int s = st.out_slot[producer][o];
       if (!p.is_compute() || (s < static_cast<int>(never_pool.size()) && never_pool[s])) return;
-      PoolEntry pe{s, p.outputs[o], end_of(producer), {st.sched_of[producer]}};
+      PoolEntry pe{s, p.outputs[o], end_of(producer), {st.sched_of[producer]}, producer, o};
       for (const Use& u : p.users[o]) {
         if (u.node > n.id) return;  // still read later
         pe.free_after = std::max(pe.free_after, end_of(u.node));

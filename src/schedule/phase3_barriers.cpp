@@ -236,6 +236,18 @@ EdgeDeps edge_deps(const ScheduleState& st, int c, size_t k, int p) {
   return ed;
 }
 
+// Whether instruction i of scheduled node a writes or reads the old tensor of reuse event ev: only those
+// arrive on its barrier (an instruction that touches none of it cannot race with the new contents).
+bool touches_old(const ScheduleState& st, const ReuseEvent& ev, int a, int64_t i) {
+  if (ev.old_node < 0) return true;
+  const Node& n = st.dag.nodes[st.prog.nodes[a].node];
+  const InstrDesc& d = st.descs[a][i];
+  if (n.id == ev.old_node && !d.writes[ev.old_output].empty()) return true;
+  for (size_t k = 0; k < n.inputs.size(); ++k)
+    if (n.inputs[k].node == ev.old_node && n.inputs[k].output == ev.old_output && !d.reads[k].empty()) return true;
+  return false;
+}
+
 // [Note: barrier coarsening] One barrier per distinct (producer, set) makes a producer instruction
 // arrive on as many barriers as there are distinct sets holding it: causal attention reads key rows
 // [0, kv_end) for every query tile, so the first key tile is in one set per query tile (16 at 2048
@@ -350,7 +362,8 @@ void phase3_barriers(ScheduleState& st) {
   std::vector<int> reuse_arrivals(total, 0);
   for (const ReuseEvent& ev : st.reuse_events)
     for (int a : ev.arrivers)
-      for (int64_t i = 0; i < prog.nodes[a].count; ++i) ++reuse_arrivals[prog.nodes[a].start + i];
+      for (int64_t i = 0; i < prog.nodes[a].count; ++i)
+        if (touches_old(st, ev, a, i)) ++reuse_arrivals[prog.nodes[a].start + i];
   Coarsener(edges, reuse_arrivals, prog).run();
 
   // One barrier per distinct (producer, set), numbered in order of first use. Each set of an edge is
@@ -388,9 +401,13 @@ void phase3_barriers(ScheduleState& st) {
     int32_t target = 0;
     for (int a : ev.arrivers) {
       const NodeSchedule& an = prog.nodes[a];
-      for (int64_t i = 0; i < an.count; ++i) add_dst(st.barriers[an.start + i].dst_reuse, b);
-      target += static_cast<int32_t>(an.count);  // Noop padding does not arrive
+      for (int64_t i = 0; i < an.count; ++i)  // Noop padding does not arrive
+        if (touches_old(st, ev, a, i)) {
+          add_dst(st.barriers[an.start + i].dst_reuse, b);
+          ++target;
+        }
     }
+    if (target == 0) continue;  // nothing of the old tensor was touched: no hazard
     prog.barriers.push_back({target, -1, true});
     const NodeSchedule& w = prog.nodes[ev.waiter];
     for (int64_t i = 0; i < w.count; ++i) add_src(st.barriers[w.start + i].src_reuse, b, target);

@@ -8,12 +8,15 @@
 
 namespace mk {
 
-// A WAR/WAW hazard on a reused slot (seed §04 Phase 2): every instruction of `arrivers` must finish
-// before any instruction of `waiter` stores.
+// A WAR/WAW hazard on a reused slot (seed §04 Phase 2): every instruction of `arrivers` that writes or
+// reads the slot's old tensor (output `old_output` of DAG node `old_node`) must finish before any
+// instruction of `waiter` stores. The others need not arrive (phase 3): a Cat instruction reads one of
+// its inputs, so it arrives for that input's slot alone.
 struct ReuseEvent {
   int waiter = -1;              // index into Program::nodes
   std::vector<int> arrivers;    // indices into Program::nodes
   int slot = -1;
+  int old_node = -1, old_output = -1;  // DAG ids of the old tensor
 };
 
 struct ScheduleState {

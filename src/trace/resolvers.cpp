@@ -477,9 +477,8 @@ std::string unsupported_hint(const std::string& target) {
   if (target == "aten.native_layer_norm.default")
     return "; LayerNorm is lowered only over the last dim (megakittens/decompose.py), or fallback=\"eager\"";
   if (target == "aten.convolution.default")
-    return "; a convolution is lowered only when its kernel tiles the input (a patch embedding: stride equal to "
-           "the kernel size, no padding or dilation, groups 1, not transposed, 1-D or 2-D, floating point; "
-           "megakittens/decompose.py), or fallback=\"eager\"";
+    return "; convolutions are lowered when 1-D or 2-D, not transposed, floating point, with the channels "
+           "divisible by the groups (megakittens/convolution.py), or fallback=\"eager\"";
   if (target == "aten.index.Tensor")
     return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";
   if (target == "aten.where.self")
