@@ -156,3 +156,17 @@ def test_hf_convolutional_models_match_eager(family):
         out, ref = megakittens.compile(m)(**kw), m(**kw)
     assert rel_err(out.last_hidden_state, ref.last_hidden_state) <= 2e-2
     assert_gpu_bodies()
+
+
+def test_cat_stacks_small_planes_per_instruction():
+    """A Cat of a convolution's taps (views of small planes) stacks whole planes along dim 1 per instruction
+    (docs/itypes.md Cat); a transposed input (its dim 1 another backing dim) keeps one plane each."""
+    def f(x, a):
+        taps = [x[:, :, i:i + 7, j:j + 7] for i in (0, 2) for j in (0, 1)]
+        return torch.cat(taps, 1), torch.cat([a.transpose(0, 1), a.transpose(0, 1)], 0)
+
+    x, a = randn(2, 48, 9, 9), randn(2, 96, 7, 7)
+    outs, refs = megakittens.compile(f)(x, a), f(x, a)
+    assert all(torch.equal(o, r) for o, r in zip(outs, refs))
+    counts = [n.count for n in mk_backend.dispatchers[-1].program.nodes]
+    assert counts[0] < 4 * 2 * 48 and counts[1] == 2 * 2 * 96, counts

@@ -55,6 +55,13 @@ def c_cat(g):
     return f, [_randn((40, 64), g=g), _randn((40, 72), g=g), _randn((9, 64), g=g)]
 
 
+def c_cat_planes(g):  # small planes stacked per instruction (a convolution's taps): views of a padded input too
+    def f(a, b, x):
+        taps = [x[:, :, i:i + 7, j:j + 7] for i in (0, 2) for j in (0, 1)]
+        return (torch.cat([a, b], dim=1), torch.cat(taps, dim=1), torch.cat([a.transpose(0, 1), b.transpose(0, 1)], 0))
+    return f, [_randn((2, 96, 7, 7), g=g), _randn((2, 40, 7, 7), g=g), _randn((2, 48, 9, 9), g=g)]
+
+
 def c_rope(g):  # gpt-fast form (cos (S, D) over (B, S, H, D)) and HF form (x_bshd, cos (1, 1, S, D))
     def f(x, q, cos, sin, cos4, sin4):
         B, S, H, D = q.shape
@@ -168,7 +175,7 @@ def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged las
     return f, [_randn((1, 4, 400, 32), g=g)]
 
 
-CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat,
+CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat, c_cat_planes,
                                      c_rope, c_row_reduce, c_row_max, c_softmax, c_layer_norm, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
                                      c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved,
                                      c_rope_half_tables, c_rope_long)}

@@ -37,9 +37,26 @@ void Cat::validate(const NodeInfo& n) const {
          ", the output has ", out[dim_]);
 }
 
+namespace {
+// Input x's tiles: whole planes stacked along view dim 1 when that dim runs along backing dim 1 (the body
+// steps by the backing dim 1 stride: tile views fix only rows and columns), else one plane each.
+// The SMs share the planes of all inputs (a convolution's 9 or 49 taps), so an input stacks more of them.
+bool stacks(const Operand& x) { return x.range.view_padded()[1] == 1 || x.range.view_dim[1] == 1; }
+
+int64_t node_planes(const NodeInfo& n) {
+  int64_t planes = 0;
+  for (const Operand& x : n.inputs) planes += x.padded()[0] * x.padded()[1];
+  return planes;
+}
+
+int64_t num_tiles(const Operand& x, const NodeInfo& n) {
+  return stacks(x) ? ew_num_plane_tiles(x.padded(), n.profile, node_planes(n)) : ew_num_tiles(x.padded(), n.profile, 1);
+}
+}  // namespace
+
 int64_t Cat::num_instructions(const NodeInfo& n) const {
   int64_t count = 0;
-  for (const Operand& x : n.inputs) count += ew_num_tiles(x.padded(), n.profile, 1);
+  for (const Operand& x : n.inputs) count += num_tiles(x, n);
   return count;
 }
 
@@ -47,15 +64,16 @@ InstrDesc Cat::instruction(const NodeInfo& n, int64_t i) const {
   // Input k's tiles, in input order; `offset` is where input k starts along dim_.
   int64_t k = 0, offset = 0;
   for (; k < static_cast<int64_t>(n.inputs.size()); ++k) {
-    const int64_t tiles = ew_num_tiles(n.inputs[k].padded(), n.profile, 1);
+    const int64_t tiles = num_tiles(n.inputs[k], n);
     if (i < tiles) break;
     i -= tiles;
     offset += n.inputs[k].padded()[dim_];
   }
-  const EwTile t = ew_tile(n.inputs[k].padded(), n.profile, 1, i);
+  const Operand& x = n.inputs[k];
+  const EwTile t = stacks(x) ? ew_plane_tile(x.padded(), n.profile, i, node_planes(n)) : ew_tile(x.padded(), n.profile, 1, i);
   Box src;
   src.lo = t.origin;
-  src.hi = {t.origin[0] + 1, t.origin[1] + 1, t.origin[2] + t.rows, t.origin[3] + t.cols};
+  src.hi = {t.origin[0] + 1, t.origin[1] + t.planes, t.origin[2] + t.rows, t.origin[3] + t.cols};
   Box dst = src;
   dst.lo[dim_] += offset;
   dst.hi[dim_] += offset;
@@ -65,6 +83,7 @@ InstrDesc Cat::instruction(const NodeInfo& n, int64_t i) const {
   push_origin(d.indices, dst.lo);
   d.indices.push_back(static_cast<int32_t>(t.rows));
   d.indices.push_back(static_cast<int32_t>(t.cols));
+  d.indices.push_back(static_cast<int32_t>(t.planes));
   d.reads.resize(n.inputs.size());
   d.reads[k] = {src};
   d.writes = {{dst}};

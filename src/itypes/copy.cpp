@@ -51,41 +51,14 @@ void Copy::validate(const NodeInfo& n) const {
          Copy(src_for(x.range)).str(), ", but the instruction type is ", str());
 }
 
-namespace {
-// d slices per instruction. A view whose (rows, cols) planes are small (the attention output's BHSD ->
-// BSHD copy: planes of heads x head_dim, e.g. 32 x 64) would make one tiny instruction per plane,
-// dominated by its fixed cost (barrier waits, the publish fence): when one elementwise tile covers a
-// whole plane, consecutive d share an instruction, up to one tile's elements, while every SM still
-// gets an instruction.
-int64_t copy_depth(const Coord4& s, const Profile& p) {
-  if (ew_num_tiles(s, p, 1) != s[0] * s[1]) return 1;
-  const int64_t tile = int64_t(p.ew_tile_rows) * p.ew_tile_cols;
-  const int64_t most = std::max<int64_t>(1, tile / std::max<int64_t>(1, s[2] * s[3]));
-  const int64_t spread = std::max<int64_t>(1, s[0] * s[1] / std::max(1, p.num_sms));
-  return std::min({most, spread, s[1]});
-}
-}  // namespace
 
 int64_t Copy::num_instructions(const NodeInfo& n) const {
-  const Coord4 s = n.outputs[0].padded();
-  const int64_t nd = copy_depth(s, n.profile);
-  return nd > 1 ? s[0] * ceil_div(s[1], nd) : ew_num_tiles(s, n.profile, 1);
+  return ew_num_plane_tiles(n.outputs[0].padded(), n.profile);
 }
 
 InstrDesc Copy::instruction(const NodeInfo& n, int64_t i) const {
-  const Coord4 s = n.outputs[0].padded();
-  const int64_t depth = copy_depth(s, n.profile);
-  EwTile t;
-  int64_t nd = 1;
-  if (depth > 1) {  // the whole planes of d [d0, d0 + nd)
-    const int64_t per_b = ceil_div(s[1], depth), d0 = (i % per_b) * depth;
-    t.origin = {i / per_b, d0, 0, 0};
-    t.rows = s[2];
-    t.cols = s[3];
-    nd = std::min(depth, s[1] - d0);
-  } else {
-    t = ew_tile(s, n.profile, 1, i);
-  }
+  const EwTile t = ew_plane_tile(n.outputs[0].padded(), n.profile, i);
+  const int64_t nd = t.planes;
   Box box;
   box.lo = t.origin;
   box.hi = {t.origin[0] + 1, t.origin[1] + nd, t.origin[2] + t.rows, t.origin[3] + t.cols};

@@ -178,6 +178,35 @@ std::string broadcast_mask_text(uint8_t m) {
   return s;
 }
 
+namespace {
+// d planes per instruction (ew_num_plane_tiles); 1 when a plane takes more than one tile.
+int64_t plane_depth(const Coord4& s, const Profile& p, int64_t node_planes) {
+  if (ew_num_tiles(s, p, 1) != s[0] * s[1]) return 1;
+  const int64_t tile = int64_t(p.ew_tile_rows) * p.ew_tile_cols;
+  const int64_t most = std::max<int64_t>(1, tile / std::max<int64_t>(1, s[2] * s[3]));
+  const int64_t planes = node_planes < 0 ? s[0] * s[1] : node_planes;
+  const int64_t spread = std::max<int64_t>(1, planes / std::max(1, p.num_sms));
+  return std::min({most, spread, s[1]});
+}
+}  // namespace
+
+int64_t ew_num_plane_tiles(const Coord4& s, const Profile& p, int64_t node_planes) {
+  const int64_t nd = plane_depth(s, p, node_planes);
+  return nd > 1 ? s[0] * ceil_div(s[1], nd) : ew_num_tiles(s, p, 1);
+}
+
+EwTile ew_plane_tile(const Coord4& s, const Profile& p, int64_t i, int64_t node_planes) {
+  const int64_t depth = plane_depth(s, p, node_planes);
+  if (depth == 1) return ew_tile(s, p, 1, i);
+  const int64_t per_b = ceil_div(s[1], depth), d0 = (i % per_b) * depth;  // the whole planes [d0, d0 + nd)
+  EwTile t;
+  t.origin = {i / per_b, d0, 0, 0};
+  t.rows = s[2];
+  t.cols = s[3];
+  t.planes = std::min(depth, s[1] - d0);
+  return t;
+}
+
 uint8_t broadcast_mask(const TensorRange& r, const Coord4& out) {
   const Coord4 v = r.view_padded();
   uint8_t m = 0;

@@ -14,11 +14,20 @@ namespace mk {
 struct EwTile {
   Coord4 origin;      // view point (b, d, r0, c0)
   int64_t rows = 0, cols = 0;
+  int64_t planes = 1; // consecutive d planes (ew_plane_tile)
 };
 // Column tiles per instruction for an output of `shape` and `inputs` operands (profile.h).
 int64_t ew_tiles(const Coord4& shape, const Profile&, int inputs);
 int64_t ew_num_tiles(const Coord4& shape, const Profile&, int inputs);
 EwTile ew_tile(const Coord4& shape, const Profile&, int inputs, int64_t i);
+// One-input tiles that may stack whole planes (Copy, Cat): when one tile covers a whole (rows, cols) plane,
+// consecutive d share an instruction, up to one tile's elements, while every SM still gets one. Small
+// planes (the attention output's BHSD -> BSHD copy: heads x head_dim; a convolution's 7 x 7 taps) would
+// otherwise make one tiny instruction per plane, dominated by its fixed cost (barrier waits, the publish
+// fence). Else ew_tile's tiles, one plane each.
+// `node_planes`: the planes of the whole node (a Cat's inputs together), which the SMs share; -1: shape's.
+int64_t ew_num_plane_tiles(const Coord4& shape, const Profile&, int64_t node_planes = -1);
+EwTile ew_plane_tile(const Coord4& shape, const Profile&, int64_t i, int64_t node_planes = -1);
 
 // Bit d set = padded dim d (b, d, r, c) of view `r` broadcasts over an output of padded shape `out`
 // (size 1 there while the output is wider, or a broadcast view dim). Shared by ElementwiseBinary and Rope.
