@@ -3,7 +3,7 @@
 Suites: ceilings (copy bandwidth, cuBLAS 8192^3), memory (relu / add / RMSNorm from 4096^2 to >= 256 MB,
 megakittens vs eager), chain (20 elementwise ops on 1024x1024 vs eager and a CUDA graph of eager),
 jit (cold and warm JIT of a small graph), gemm and mlp (benchmarks/gemm.py), attention
-(benchmarks/attention.py), llama (benchmarks/llama.py), vision (benchmarks/vision.py: ViT-B/16). Each writes benchmarks/results/<suite>.json; then
+(benchmarks/attention.py), llama (benchmarks/llama.py), vision (benchmarks/vision.py: ViT-B/16, the Whisper-base encoder, ResNet-50). Each writes benchmarks/results/<suite>.json; then
 `python3 benchmarks/report.py` regenerates BENCHMARKS.md."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Convolutions and max pooling as the instruction types compute them (entries of ``decompose.TABLE``).
 
-``convolution`` (``aten.convolution``; ``nn.Conv1d`` / ``nn.Conv2d``, not transposed, floating point):
+``convolution`` (``aten.convolution``; ``nn.Conv1d`` / ``nn.Conv2d``, not transposed, bf16: the Gemm's dtype):
 
 - A kernel that tiles its input (stride == kernel, no padding or dilation, one group: the patch embedding of
   ViT, CLIP and SigLIP) is one matrix product over the patches, which two 4-D permute copies gather as rows
@@ -145,8 +145,9 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
                 groups: int) -> Any:
     nd = weight.dim() - 2
-    if nd not in (1, 2) or x.dim() != nd + 2 or transposed or not x.dtype.is_floating_point or \
-            not isinstance(padding, (list, tuple)):  # padding="same" reaches aten as numbers already
+    # The matrix product takes bf16 (Gemm): other dtypes keep the op, whose error names this rule.
+    if nd not in (1, 2) or x.dim() != nd + 2 or transposed or x.dtype != torch.bfloat16 or \
+            weight.dtype != torch.bfloat16 or not isinstance(padding, (list, tuple)):
         return NotImplemented
     # A one-element list stands for every dim (aten passes padding="valid" as [0]).
     stride, padding, dilation = ([v[0]] * nd if len(v) == 1 else list(v) for v in (stride, padding, dilation))

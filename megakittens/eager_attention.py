@@ -3,7 +3,7 @@
 Hugging Face's ``eager_attention_forward`` (``attn_implementation="eager"``, and the models without an SDPA
 path), nanoGPT and many hand-written models compute attention as
 
-    S = q @ k^T  [* c | / c]  [+ mask | .masked_fill(m, -inf)]  [.float()]
+    S = q @ k^T  [* c | / c]  [+ mask | .masked_fill(m, -inf) | where(m, S, -inf)]  [.float()]
     P = softmax(S, -1)  [.to(q.dtype)]
     O = P @ v
 
@@ -99,6 +99,14 @@ def _scaled(gm: torch.fx.GraphModule, x) -> "tuple[torch.fx.Node, float] | None"
     return x.args[0], c if x.target is aten.mul.Tensor else 1.0 / c
 
 
+def _number(gm: torch.fx.GraphModule, n) -> Optional[float]:
+    """A Python number, a one-element constant, or ``scalar_tensor(v)`` (torch.where's number operand, not
+    folded yet): its value, else None."""
+    if _call(n, aten.scalar_tensor.default) and isinstance(n.args[0], (int, float)):
+        return float(n.args[0])
+    return _scalar(gm, n)
+
+
 def _uncast(n):
     """x when ``n`` is a bf16 / fp16 x cast to fp32 (GPT-J multiplies q and k in fp32: the products of
     16-bit values accumulated in fp32, as SDPA's kernels do), else ``n``."""
@@ -121,7 +129,8 @@ def _big_negative(v, dtype: torch.dtype) -> bool:
 
 class _Match:
     """What ``_match`` read off one attention chain: SDPA's operands, its mask steps in order (("add",
-    tensor) or ("fill", boolean tensor, value)), its scale, and the P @ v node it replaces."""
+    tensor), ("fill", boolean tensor, value): the value where True, or ("keep", boolean tensor, value): the
+    value where False), its scale, and the P @ v node it replaces."""
 
     def __init__(self, q, k, v, masks, scale, out):
         self.q, self.k, self.v, self.masks, self.scale, self.out = q, k, v, masks, scale, out
@@ -152,6 +161,8 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
             masks.append(("add", u.args[1] if u.args[0] is x else u.args[0]))
         elif _call(u, aten.masked_fill.Scalar) and u.args[0] is x and _big_negative(u.args[2], _val(x).dtype):
             masks.append(("fill", u.args[1], float(u.args[2])))
+        elif _call(u, aten.where.self) and u.args[1] is x and _big_negative(_number(gm, u.args[2]), _val(x).dtype):
+            masks.append(("keep", u.args[0], _number(gm, u.args[2])))  # where(m, S, -inf): fills where m is False
         elif _call(u, aten._to_copy.default) and set(u.kwargs) <= {"dtype", "layout", "device"} and \
                 u.kwargs.get("dtype") == torch.float32 and _val(u).device == _val(x).device:
             pass
@@ -180,7 +191,7 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
     for step in masks:
         mv = _val(step[1])
         if mv is None or mv.dim() > 4 or any(a not in (1, b) for a, b in zip(reversed(mv.shape), (sk, sq, H, B))) \
-                or (step[0] == "fill") != (mv.dtype == torch.bool) or (mv.dtype.is_floating_point and
+                or (step[0] != "add") != (mv.dtype == torch.bool) or (mv.dtype.is_floating_point and
                                                                         mv.dtype not in (qv.dtype, torch.float32)):
             return None
     return _Match(q, _unrepeat_kv(k), _unrepeat_kv(v), masks, scale, out)
@@ -198,15 +209,17 @@ def _mask(gm: torch.fx.GraphModule, m: _Match):
 
     if not m.masks:
         return None
-    if len(m.masks) == 1 and m.masks[0][0] == "fill" and m.masks[0][2] == -math.inf:
-        return emit(aten.logical_not.default, (m.masks[0][1],))
+    if len(m.masks) == 1 and m.masks[0][0] != "add" and m.masks[0][2] == -math.inf:
+        keep = m.masks[0][1]
+        return keep if m.masks[0][0] == "keep" else emit(aten.logical_not.default, (keep,))
     mask = None
     for step in m.masks:
         if step[0] == "add":
             mask = step[1] if mask is None else emit(aten.add.Tensor, (mask, step[1]))
-        else:
-            mask = emit(aten.where.self, (step[1], emit(aten.scalar_tensor.default, (step[2],)),
-                                          mask if mask is not None else emit(aten.scalar_tensor.default, (0.0,))))
+            continue
+        fill = emit(aten.scalar_tensor.default, (step[2],))
+        rest = mask if mask is not None else emit(aten.scalar_tensor.default, (0.0,))
+        mask = emit(aten.where.self, (step[1], fill, rest) if step[0] == "fill" else (step[1], rest, fill))
     return mask
 
 

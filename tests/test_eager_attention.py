@@ -31,19 +31,22 @@ def _attention(q, k, v, variant):
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
     if variant == "tril_masked_fill":  # a constant causal mask: the Attention instruction
         att = att.masked_fill(torch.tril(torch.ones(T, T, dtype=torch.bool)) == 0, float("-inf"))
+    if variant == "tril_where":
+        att = torch.where(torch.ones(T, T, dtype=torch.bool).tril(), att, float("-inf"))
     if variant == "float_softmax":
         return torch.softmax(att.float(), dim=-1).to(q.dtype) @ v
     return F.softmax(att, dim=-1) @ v
 
 
-@pytest.mark.parametrize("variant", ["full", "div_sqrt", "tril_masked_fill", "float_softmax"])
+@pytest.mark.parametrize("variant", ["full", "div_sqrt", "tril_masked_fill", "tril_where", "float_softmax"])
 def test_written_out_attention_runs_as_the_attention_instruction(variant):
     q, k, v = (randn(2, 4, 96, 64) for _ in range(3))
     fn = lambda q, k, v: _attention(q, k, v, variant)  # noqa: E731
     out = megakittens.compile(fn)(q, k, v)
-    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=variant == "tril_masked_fill")
+    causal = variant.startswith("tril")
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     assert rel_err(out, ref) <= 1e-2 and rel_err(out, fn(q, k, v)) <= 1e-2
-    assert kinds() == [f"Attention(causal={int(variant == 'tril_masked_fill')},scale=0.125)"], kinds()
+    assert kinds() == [f"Attention(causal={int(causal)},scale=0.125)"], kinds()
 
 
 class _NanoGPTAttention(nn.Module):
@@ -98,6 +101,24 @@ def test_masked_fill_with_the_dtype_min_and_a_bias():
     assert rel_err(out[1, :, 7], v[1].float().mean(-2)) <= 1e-2  # uniform over the keys, as eager
     assert any(k.startswith("Softmax") for k in kinds()) and not any(k.startswith("Attention") for k in kinds())
     assert len([k for k in kinds() if k.startswith("Gemm")]) == 2, kinds()  # q k^T and P v, nothing else
+
+
+def test_where_with_the_dtype_min_and_a_runtime_mask():
+    """torch.where(m, scores, finfo.min) with a boolean graph input: an additive where(m, 0, min) on the
+    score-matrix math; a row with every key dropped keeps eager's uniform weights."""
+    def fn(q, k, v, m):
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        return torch.softmax(torch.where(m, att, torch.finfo(q.dtype).min), dim=-1) @ v
+
+    q, k, v = (randn(2, 2, 24, 64) for _ in range(3))
+    m = torch.rand(2, 1, 24, 24) < 0.7
+    m[0, 0, 3] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", megakittens.MathAttentionWarning)
+        out = megakittens.compile(fn)(q, k, v, m)
+    assert rel_err(out, fn(q, k, v, m)) <= 1e-2
+    assert rel_err(out[0, :, 3], v[0].float().mean(-2)) <= 1e-2
+    assert kinds().count("Softmax(safe)") == 1 and not any(k.startswith("ElementwiseUnary(ops=where") for k in kinds())
 
 
 def test_not_recognised_where_the_weights_are_read():

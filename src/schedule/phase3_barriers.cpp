@@ -1,8 +1,9 @@
 // Phase 3 (seed §04): fine-grained barriers derived from access regions.
 // [Note: barrier counting] For each producer -> consumer edge, the backing tensor is cut into
-// elementary cells by every box boundary on both sides (the seed's per-dimension GCD unit cell,
-// generalised to ragged tiles: with tile-aligned boxes both give the same dependency sets). Each
-// consumer instruction depends on the producer instructions that write a cell it reads. Every
+// elementary cells by every box boundary of the producer's writes (the seed's per-dimension GCD unit
+// cell, generalised to ragged tiles: with tile-aligned boxes both give the same dependency sets). Every
+// point of a cell has the same writers, so each consumer instruction depends on the producer
+// instructions that write a cell its reads touch. Every
 // distinct (producer node, dependency set) is one barrier whose target is the set's size; each
 // producer in the set arrives once after its stores, each consumer waits before its loads.
 // Reuse events (phase 2) get one barrier each: all old instructions arrive, the reuser waits
@@ -25,10 +26,13 @@ namespace {
 struct CellGrid {
   std::array<std::vector<int64_t>, 4> cuts;
   int64_t size(int d) const { return static_cast<int64_t>(cuts[d].size()) - 1; }
-  // Index range [lo, hi) of cells along dim d covered by [a, b).
+  // Index range [lo, hi) of the cells along dim d that [a, b) touches (a and b need not be cuts).
   std::pair<int64_t, int64_t> span(int d, int64_t a, int64_t b) const {
+    if (a >= b) return {0, 0};
     const auto& c = cuts[d];
-    return {std::lower_bound(c.begin(), c.end(), a) - c.begin(), std::lower_bound(c.begin(), c.end(), b) - c.begin()};
+    const int64_t lo = std::max<int64_t>(0, std::upper_bound(c.begin(), c.end(), a) - c.begin() - 1);
+    const int64_t hi = std::min<int64_t>(size(d), std::lower_bound(c.begin(), c.end(), b) - c.begin());
+    return {lo, std::max(lo, hi)};
   }
   template <class F>
   void for_cells(const Box& box, F&& f) const {
@@ -201,9 +205,10 @@ EdgeDeps edge_deps(const ScheduleState& st, int c, size_t k, int p) {
       for (auto& r : reads) flat(r, rshape, e.range.alias->offset);
     }
   }
+  // Cells cut by the producer's boxes alone: every point of a cell has the same writers, so a read box that
+  // touches a cell depends on them (reads need not cut: a convolution's shifted taps would multiply the cells).
   std::vector<const std::vector<Box>*> lists;
   for (const auto& w : writes) lists.push_back(&w);
-  for (const auto& r : reads) lists.push_back(&r);
   const CellGrid grid = make_grid(lists);
   std::vector<std::vector<int32_t>> writers(grid.size(0) * grid.size(1) * grid.size(2) * grid.size(3));
   for (int64_t i = 0; i < prod.count; ++i)

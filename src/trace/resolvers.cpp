@@ -477,8 +477,8 @@ std::string unsupported_hint(const std::string& target) {
   if (target == "aten.native_layer_norm.default")
     return "; LayerNorm is lowered only over the last dim (megakittens/decompose.py), or fallback=\"eager\"";
   if (target == "aten.convolution.default")
-    return "; convolutions are lowered when 1-D or 2-D, not transposed, floating point, with the channels "
-           "divisible by the groups (megakittens/convolution.py), or fallback=\"eager\"";
+    return "; convolutions are lowered when 1-D or 2-D, not transposed, bfloat16 (input and weight), with the "
+           "channels divisible by the groups (megakittens/convolution.py), or fallback=\"eager\"";
   if (target == "aten.index.Tensor")
     return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";
   if (target == "aten.where.self")
