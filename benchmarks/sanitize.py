@@ -18,3 +18,13 @@ for case in ["relu_ragged", "add_1024", "binary_all_ragged", "fused_bcast", "rms
     p = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name=case)
     run_gpu(p, inputs_for(shapes, "cuda"), {"sync": True, "watchdog_s": 60.0})
     print("ok", case, flush=True)
+
+# The plain-load bodies written since (tests/test_gpu_simt.py cases): Cat (one plane and stacked planes),
+# RowReduce max, Softmax, LayerNorm, Copy.
+from test_gpu_simt import case_inputs, program_of  # noqa: E402
+
+for case in ["cat", "cat_planes", "row_max", "softmax", "layer_norm", "bhsd_to_bshd"]:
+    fn, args = case_inputs(case, 0)
+    p = program_of(fn, args, num_sms=gpu.num_ctas(1), name=case)
+    run_gpu(p, [a.cuda() for a in args], {"sync": True, "watchdog_s": 60.0})
+    print("ok", case, flush=True)
