@@ -23,26 +23,16 @@ not a mask: the row keeps the value's weight), and when the operands are not 4-D
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from typing import Optional
 
 import torch
 import torch.fx
 
+from megakittens.fx_nodes import call, emit, fake_mode, finish, RESHAPES, val
 from megakittens.sdpa_math import _scalar, _unrepeat_kv
 
 aten = torch.ops.aten
-_RESHAPES = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
-
-
-def _call(n, *targets) -> bool:
-    return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in targets
-
-
-def _val(n) -> Optional[torch.Tensor]:
-    v = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
-    return v if isinstance(v, torch.Tensor) else None
 
 
 def _only_user(n: torch.fx.Node) -> Optional[torch.fx.Node]:
@@ -53,15 +43,15 @@ def _only_user(n: torch.fx.Node) -> Optional[torch.fx.Node]:
 def _batched_operand(n) -> Optional[torch.fx.Node]:
     """X (4-D) when ``n`` is a bmm operand made of it by matmul's lowering: view / _unsafe_view to
     (B H, M, K) of an optional contiguous clone of ``expand(X, X.shape)``; else None."""
-    if not _call(n, *_RESHAPES):
+    if not call(n, *RESHAPES):
         return None
     x = n.args[0]
-    if _call(x, aten.clone.default):
+    if call(x, aten.clone.default):
         x = x.args[0]
-    if not _call(x, aten.expand.default):
+    if not call(x, aten.expand.default):
         return None
     x = x.args[0]
-    xv, nv = _val(x), _val(n)
+    xv, nv = val(x), val(n)
     if xv is None or nv is None or xv.dim() != 4 or nv.dim() != 3 or \
             list(nv.shape) != [xv.shape[0] * xv.shape[1], xv.shape[2], xv.shape[3]]:
         return None
@@ -70,9 +60,9 @@ def _batched_operand(n) -> Optional[torch.fx.Node]:
 
 def _untransposed(n) -> Optional[torch.fx.Node]:
     """k when ``n`` is k with its last two dims swapped (transpose or permute), else None."""
-    if _call(n, aten.transpose.int) and sorted(d % 4 for d in n.args[1:3]) == [2, 3]:
+    if call(n, aten.transpose.int) and sorted(d % 4 for d in n.args[1:3]) == [2, 3]:
         return n.args[0]
-    if _call(n, aten.permute.default) and [d % 4 for d in n.args[1]] == [0, 1, 3, 2]:
+    if call(n, aten.permute.default) and [d % 4 for d in n.args[1]] == [0, 1, 3, 2]:
         return n.args[0]
     return None
 
@@ -80,10 +70,10 @@ def _untransposed(n) -> Optional[torch.fx.Node]:
 def _bmm_of(out) -> "Optional[tuple[torch.fx.Node, torch.fx.Node]]":
     """(A, B) 4-D when ``out`` is ``A @ B`` as matmul lowers it (bmm of the batched operands, viewed back to
     4-D), else None."""
-    if not _call(out, *_RESHAPES) or not _call(out.args[0], aten.bmm.default) or _only_user(out.args[0]) is None:
+    if not call(out, *RESHAPES) or not call(out.args[0], aten.bmm.default) or _only_user(out.args[0]) is None:
         return None
     a, b = (_batched_operand(x) for x in out.args[0].args[:2])
-    ov = _val(out)
+    ov = val(out)
     if a is None or b is None or ov is None or ov.dim() != 4:
         return None
     return a, b
@@ -91,7 +81,7 @@ def _bmm_of(out) -> "Optional[tuple[torch.fx.Node, torch.fx.Node]]":
 
 def _scaled(gm: torch.fx.GraphModule, x) -> "tuple[torch.fx.Node, float] | None":
     """(s, c) when ``x`` is s * c or s / c (as s * (1 / c)) for a finite nonzero number c, else None."""
-    if not (_call(x, aten.mul.Tensor, aten.div.Tensor) and len(x.args) == 2):
+    if not (call(x, aten.mul.Tensor, aten.div.Tensor) and len(x.args) == 2):
         return None
     c = _scalar(gm, x.args[1])
     if c is None or c == 0.0 or not math.isfinite(c):
@@ -102,7 +92,7 @@ def _scaled(gm: torch.fx.GraphModule, x) -> "tuple[torch.fx.Node, float] | None"
 def _number(gm: torch.fx.GraphModule, n) -> Optional[float]:
     """A Python number, a one-element constant, or ``scalar_tensor(v)`` (torch.where's number operand, not
     folded yet): its value, else None."""
-    if _call(n, aten.scalar_tensor.default) and isinstance(n.args[0], (int, float)):
+    if call(n, aten.scalar_tensor.default) and isinstance(n.args[0], (int, float)):
         return float(n.args[0])
     return _scalar(gm, n)
 
@@ -110,8 +100,8 @@ def _number(gm: torch.fx.GraphModule, n) -> Optional[float]:
 def _uncast(n):
     """x when ``n`` is a bf16 / fp16 x cast to fp32 (GPT-J multiplies q and k in fp32: the products of
     16-bit values accumulated in fp32, as SDPA's kernels do), else ``n``."""
-    if _call(n, aten._to_copy.default) and set(n.kwargs) == {"dtype"} and n.kwargs["dtype"] == torch.float32:
-        xv = _val(n.args[0])
+    if call(n, aten._to_copy.default) and set(n.kwargs) == {"dtype"} and n.kwargs["dtype"] == torch.float32:
+        xv = val(n.args[0])
         if xv is not None and xv.dtype in (torch.bfloat16, torch.float16):
             return n.args[0]
     return n
@@ -144,11 +134,11 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
     if k is None:
         return None
     q, k = _uncast(qk[0]), _uncast(k)
-    qv, kv = _val(q), _val(k)
+    qv, kv = val(q), val(k)
     if qv is None or kv is None or kv.dim() != 4 or qv.dtype != kv.dtype or \
             qv.dtype not in (torch.bfloat16, torch.float16):
         return None
-    B, H, sq, sk = _val(s).shape
+    B, H, sq, sk = val(s).shape
     x, scale, masks = s, 1.0, []
     while True:  # scale, masks and casts up to the softmax
         u = _only_user(x)
@@ -156,28 +146,28 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
             return None
         if _scaled(gm, u) is not None and u.args[0] is x and not masks:
             scale *= _scaled(gm, u)[1]
-        elif _call(u, aten.add.Tensor) and len(u.args) == 2 and not u.kwargs and x in u.args and \
+        elif call(u, aten.add.Tensor) and len(u.args) == 2 and not u.kwargs and x in u.args and \
                 u.args[0] is not u.args[1]:
             masks.append(("add", u.args[1] if u.args[0] is x else u.args[0]))
-        elif _call(u, aten.masked_fill.Scalar) and u.args[0] is x and _big_negative(u.args[2], _val(x).dtype):
+        elif call(u, aten.masked_fill.Scalar) and u.args[0] is x and _big_negative(u.args[2], val(x).dtype):
             masks.append(("fill", u.args[1], float(u.args[2])))
-        elif _call(u, aten.where.self) and u.args[1] is x and _big_negative(_number(gm, u.args[2]), _val(x).dtype):
+        elif call(u, aten.where.self) and u.args[1] is x and _big_negative(_number(gm, u.args[2]), val(x).dtype):
             masks.append(("keep", u.args[0], _number(gm, u.args[2])))  # where(m, S, -inf): fills where m is False
-        elif _call(u, aten._to_copy.default) and set(u.kwargs) <= {"dtype", "layout", "device"} and \
-                u.kwargs.get("dtype") == torch.float32 and _val(u).device == _val(x).device:
+        elif call(u, aten._to_copy.default) and set(u.kwargs) <= {"dtype", "layout", "device"} and \
+                u.kwargs.get("dtype") == torch.float32 and val(u).device == val(x).device:
             pass
-        elif _call(u, torch.ops.megakittens.softmax.default) and u.args[0] is x and u.args[1] is False:
+        elif call(u, torch.ops.megakittens.softmax.default) and u.args[0] is x and u.args[1] is False:
             x = u
             break
         else:
             return None
         x = u
     u = _only_user(x)
-    if _call(u, aten._to_copy.default) and set(u.kwargs) == {"dtype"}:
+    if call(u, aten._to_copy.default) and set(u.kwargs) == {"dtype"}:
         x, u = u, _only_user(u)
     # P's only reader is the P @ v matmul (expand -> [clone] -> view -> bmm -> view), as its first operand.
-    while u is not None and not _call(u, aten.bmm.default):
-        if not _call(u, aten.expand.default, aten.clone.default, *_RESHAPES):
+    while u is not None and not call(u, aten.bmm.default):
+        if not call(u, aten.expand.default, aten.clone.default, *RESHAPES):
             return None
         u = _only_user(u)
     out = _only_user(u) if u is not None else None
@@ -185,11 +175,11 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
     if pv is None or pv[0] is not x:
         return None
     v = pv[1]
-    vv, ov = _val(v), _val(out)
+    vv, ov = val(v), val(out)
     if vv is None or vv.dtype != qv.dtype or ov.dtype != qv.dtype:
         return None
     for step in masks:
-        mv = _val(step[1])
+        mv = val(step[1])
         if mv is None or mv.dim() > 4 or any(a not in (1, b) for a, b in zip(reversed(mv.shape), (sk, sq, H, B))) \
                 or (step[0] != "add") != (mv.dtype == torch.bool) or (mv.dtype.is_floating_point and
                                                                         mv.dtype not in (qv.dtype, torch.float32)):
@@ -201,25 +191,19 @@ def _mask(gm: torch.fx.GraphModule, m: _Match):
     """SDPA's attn_mask for the steps of ``m`` (emitted before its out node): None; the boolean ~m of a lone
     masked_fill(m, -inf); else one additive mask (adds summed, masked_fill(m, v) as where(m, v, sum so
     far)), so that scores + mask is what the steps compute."""
-    def emit(target, args):
-        n = gm.graph.call_function(target, args)
-        vals = torch.fx.node.map_arg(args, lambda a: a.meta["val"])
-        n.meta["val"] = target(*vals)
-        return n
-
     if not m.masks:
         return None
     if len(m.masks) == 1 and m.masks[0][0] != "add" and m.masks[0][2] == -math.inf:
         keep = m.masks[0][1]
-        return keep if m.masks[0][0] == "keep" else emit(aten.logical_not.default, (keep,))
+        return keep if m.masks[0][0] == "keep" else emit(gm, aten.logical_not.default, (keep,))
     mask = None
     for step in m.masks:
         if step[0] == "add":
-            mask = step[1] if mask is None else emit(aten.add.Tensor, (mask, step[1]))
+            mask = step[1] if mask is None else emit(gm, aten.add.Tensor, (mask, step[1]))
             continue
-        fill = emit(aten.scalar_tensor.default, (step[2],))
-        rest = mask if mask is not None else emit(aten.scalar_tensor.default, (0.0,))
-        mask = emit(aten.where.self, (step[1], fill, rest) if step[0] == "fill" else (step[1], rest, fill))
+        fill = emit(gm, aten.scalar_tensor.default, (step[2],))
+        rest = mask if mask is not None else emit(gm, aten.scalar_tensor.default, (0.0,))
+        mask = emit(gm, aten.where.self, (step[1], fill, rest) if step[0] == "fill" else (step[1], rest, fill))
     return mask
 
 
@@ -228,11 +212,11 @@ def fuse_eager_attention(gm: torch.fx.GraphModule) -> int:
     many."""
     count = 0
     for node in list(gm.graph.nodes):
-        m = _match(gm, node) if _call(node, *_RESHAPES) else None
+        m = _match(gm, node) if call(node, *RESHAPES) else None
         if m is None:
             continue
-        qv, kv = _val(m.q), _val(m.k)
-        with gm.graph.inserting_before(m.out), torch._guards.detect_fake_mode([qv]) or contextlib.nullcontext():
+        qv, kv = val(m.q), val(m.k)
+        with gm.graph.inserting_before(m.out), fake_mode(qv):
             mask = _mask(gm, m)
             sdpa = gm.graph.call_function(
                 aten.scaled_dot_product_attention.default, (m.q, m.k, m.v),
@@ -241,8 +225,4 @@ def fuse_eager_attention(gm: torch.fx.GraphModule) -> int:
         sdpa.meta["val"] = m.out.meta["val"]
         m.out.replace_all_uses_with(sdpa)
         count += 1
-    if count:
-        gm.graph.eliminate_dead_code()
-        gm.graph.lint()
-        gm.recompile()
-    return count
+    return finish(gm, count)

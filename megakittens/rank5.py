@@ -13,32 +13,13 @@ traced. Two forms are common, and both are exact in four dims:
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
 import torch.fx
 
+from megakittens.fx_nodes import emit, fake_mode, finish, RESHAPES, val
 from megakittens.sdpa_math import _unrepeat_kv
 
 aten = torch.ops.aten
-_RESHAPES = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
-
-
-def _val(n) -> "torch.Tensor | None":
-    v = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
-    return v if isinstance(v, torch.Tensor) else None
-
-
-def _fake_mode(v: torch.Tensor):
-    return torch._guards.detect_fake_mode([v]) or contextlib.nullcontext()
-
-
-def _emit(gm: torch.fx.GraphModule, target, args, kwargs=None) -> torch.fx.Node:
-    """A call of ``target`` with its meta["val"] computed from its inputs' (the caller sets the fake mode)."""
-    n = gm.graph.call_function(target, tuple(args), kwargs or {})
-    vals, kw = torch.fx.node.map_arg((tuple(args), kwargs or {}), lambda a: a.meta["val"])
-    n.meta["val"] = target(*vals, **kw)
-    return n
 
 
 def _is_sdpa(n: torch.fx.Node) -> bool:
@@ -49,34 +30,34 @@ def flatten_repeat_kv(gm: torch.fx.GraphModule) -> int:
     """Rewrite the rank-5 ``repeat_kv`` copies no SDPA reads (module doc) in four dims; returns how many."""
     count = 0
     for node in list(gm.graph.nodes):
-        if not (node.op == "call_function" and node.target in _RESHAPES):
+        if not (node.op == "call_function" and node.target in RESHAPES):
             continue
         x = _unrepeat_kv(node)
         others = [u for u in node.users if not _is_sdpa(u)]
         if x is node or not others:
             continue
-        xv, nv = _val(x), _val(node)
+        xv, nv = val(x), val(node)
         b, hk, s, d = xv.shape
         g = nv.shape[1] // hk
         contiguous = {"memory_format": torch.contiguous_format}
-        with gm.graph.inserting_before(node), _fake_mode(xv):
-            y = x if xv.is_contiguous() else _emit(gm, aten.clone.default, (x,), contiguous)
-            y = _emit(gm, aten.view.default, (y, [b, hk, 1, s * d]))
-            y = _emit(gm, aten.expand.default, (y, [b, hk, g, s * d]))
-            y = _emit(gm, aten.clone.default, (y,), contiguous)
-            y = _emit(gm, aten.view.default, (y, [b, hk * g, s, d]))
+        with gm.graph.inserting_before(node), fake_mode(xv):
+            y = x if xv.is_contiguous() else emit(gm, aten.clone.default, (x,), contiguous)
+            y = emit(gm, aten.view.default, (y, [b, hk, 1, s * d]))
+            y = emit(gm, aten.expand.default, (y, [b, hk, g, s * d]))
+            y = emit(gm, aten.clone.default, (y,), contiguous)
+            y = emit(gm, aten.view.default, (y, [b, hk * g, s, d]))
         for u in others:
             u.replace_input_with(node, y)
         count += 1
-    return _done(gm, count)
+    return finish(gm, count)
 
 
 def select_from_rank5_views(gm: torch.fx.GraphModule) -> int:
     """Rewrite the rank-5 views read only through selects of one dim (module doc); returns how many."""
     count = 0
     for node in list(gm.graph.nodes):
-        nv = _val(node)
-        if not (node.op == "call_function" and node.target in _RESHAPES and nv is not None and nv.dim() == 5):
+        nv = val(node)
+        if not (node.op == "call_function" and node.target in RESHAPES and nv is not None and nv.dim() == 5):
             continue
         users = list(node.users)
         dims = {u.args[1] % 5 for u in users if u.op == "call_function" and u.target is aten.select.int}
@@ -88,20 +69,12 @@ def select_from_rank5_views(gm: torch.fx.GraphModule) -> int:
         shape = list(nv.shape)
         inner = shape[dim + 1]
         merged = shape[:dim] + [shape[dim] * inner] + shape[dim + 2:]
-        with gm.graph.inserting_before(node), _fake_mode(nv):
-            flat = _emit(gm, node.target, (node.args[0], merged))
+        with gm.graph.inserting_before(node), fake_mode(nv):
+            flat = emit(gm, node.target, (node.args[0], merged))
         for u in users:
             i = u.args[2] % shape[dim]
-            with gm.graph.inserting_before(u), _fake_mode(nv):
-                part = _emit(gm, aten.slice.Tensor, (flat, dim, i * inner, (i + 1) * inner))
+            with gm.graph.inserting_before(u), fake_mode(nv):
+                part = emit(gm, aten.slice.Tensor, (flat, dim, i * inner, (i + 1) * inner))
             u.replace_all_uses_with(part)
         count += 1
-    return _done(gm, count)
-
-
-def _done(gm: torch.fx.GraphModule, count: int) -> int:
-    if count:
-        gm.graph.eliminate_dead_code()
-        gm.graph.lint()
-        gm.recompile()
-    return count
+    return finish(gm, count)
