@@ -201,8 +201,9 @@ def _mask(gm: torch.fx.GraphModule, m: _Match):
         if step[0] == "add":
             mask = step[1] if mask is None else emit(gm, aten.add.Tensor, (mask, step[1]))
             continue
-        fill = emit(gm, aten.scalar_tensor.default, (step[2],))
-        rest = mask if mask is not None else emit(gm, aten.scalar_tensor.default, (0.0,))
+        on = {"device": val(step[1]).device}  # the mask's device (a CUDA graph's constants live there)
+        fill = emit(gm, aten.scalar_tensor.default, (step[2],), on)
+        rest = mask if mask is not None else emit(gm, aten.scalar_tensor.default, (0.0,), on)
         mask = emit(gm, aten.where.self, (step[1], fill, rest) if step[0] == "fill" else (step[1], rest, fill))
     return mask
 

@@ -30,9 +30,9 @@ def _attention(q, k, v, variant):
     else:
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
     if variant == "tril_masked_fill":  # a constant causal mask: the Attention instruction
-        att = att.masked_fill(torch.tril(torch.ones(T, T, dtype=torch.bool)) == 0, float("-inf"))
+        att = att.masked_fill(torch.tril(torch.ones(T, T, dtype=torch.bool, device=q.device)) == 0, float("-inf"))
     if variant == "tril_where":
-        att = torch.where(torch.ones(T, T, dtype=torch.bool).tril(), att, float("-inf"))
+        att = torch.where(torch.ones(T, T, dtype=torch.bool, device=q.device).tril(), att, float("-inf"))
     if variant == "float_softmax":
         return torch.softmax(att.float(), dim=-1).to(q.dtype) @ v
     return F.softmax(att, dim=-1) @ v
