@@ -1,5 +1,5 @@
 """One small graph of each GPU IType, launched once: run under compute-sanitizer (memcheck, racecheck,
-synccheck) by benchmarks/device_run.sh."""
+synccheck) by benchmarks/device_run.sh. Arguments name the cases to run (default: all), e.g. `sanitize.py cat softmax`."""
 import os
 import sys
 
@@ -10,10 +10,14 @@ from test_gpu_kernels import CASES, inputs_for, program_for, run_gpu  # noqa: E4
 
 from megakittens import gpu  # noqa: E402
 
+WANTED = set(sys.argv[1:])
+
 # Every IType of issue 3: Noop (the per-SM table's padding), ElementwiseUnary, ElementwiseBinary (add_1024: a
 # lone add), ElementwiseFused (binary_all fuses: TMA path; fused_bcast: plain loads), RMSNorm (generic rows:
 # rms_odd_cols; bulk rows: rms_4096_ragged).
 for case in ["relu_ragged", "add_1024", "binary_all_ragged", "fused_bcast", "rms_odd_cols", "rms_4096_ragged"]:
+    if WANTED and case not in WANTED:
+        continue
     fn, shapes = CASES[case]
     p = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name=case)
     run_gpu(p, inputs_for(shapes, "cuda"), {"sync": True, "watchdog_s": 60.0})
@@ -24,6 +28,8 @@ for case in ["relu_ragged", "add_1024", "binary_all_ragged", "fused_bcast", "rms
 from test_gpu_simt import case_inputs, program_of  # noqa: E402
 
 for case in ["cat", "cat_planes", "row_max", "softmax", "layer_norm", "bhsd_to_bshd"]:
+    if WANTED and case not in WANTED:
+        continue
     fn, args = case_inputs(case, 0)
     p = program_of(fn, args, num_sms=gpu.num_ctas(1), name=case)
     run_gpu(p, [a.cuda() for a in args], {"sync": True, "watchdog_s": 60.0})

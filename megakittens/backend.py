@@ -74,8 +74,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     gm.graph.eliminate_dead_code()  # e.g. LayerNorm's mean / rstd outputs (megakittens/decompose.py), unread
     gm.recompile()
-    if options.fallback is None:  # else such SDPA calls run as PyTorch's own SDPA between megakernels
-        sdpa_math.decompose_unsupported_sdpa(gm)  # other masks, head dims Attention lacks: the score-matrix math
+    # Masks become Attention's; other head dims the score-matrix math (with fallback="eager": PyTorch's SDPA
+    # between megakernels).
+    sdpa_math.decompose_unsupported_sdpa(gm, math_ok=options.fallback is None)
     rank5.flatten_repeat_kv(gm)  # GQA's rank-5 copies that no SDPA reads, in four dims
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))

@@ -350,9 +350,51 @@ def _scalar(gm: torch.fx.GraphModule, n) -> Optional[float]:
     return None
 
 
-def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
-    """Rewrite the SDPA nodes of ``gm`` that Attention cannot take (module doc) in place; returns how many."""
-    count, why = 0, set()
+_BIG = 2.0 ** 100  # applied twice: (f - 1) 2^200 is -inf for f = 0 and 0 for f = 1
+
+
+def _attention_mask(node: torch.fx.Node, mask: torch.fx.Node, qv: torch.Tensor, kv: torch.Tensor,
+                    conv: _BoolAsFloat, done: dict) -> bool:
+    """Give the SDPA ``node`` Attention's mask in place of ``mask``: additive, bfloat16, 4-D, each of (B, H, Sq,
+    Sk) or 1 but Sk ([Note: attention mask], src/itypes/attention.h). A boolean mask
+    (or PyTorch's float form of one) becomes 0 where a key is kept and -inf where it is dropped; a float mask
+    is cast to bfloat16 (the dtype SDPA wants of a bf16 query's mask anyway). False (node unchanged) when the
+    mask is neither. ``conv`` and ``done`` ((converted mask, kind) -> Attention's mask) are shared by the SDPA
+    calls of one graph: a model's layers mask alike, and a conversion made for an earlier call precedes the
+    later ones."""
+    aten = torch.ops.aten
+    conv.before = node
+    add, kind = _mask_as(mask, conv)
+    mv = add.meta.get("val") if add is not None else None
+    if not isinstance(mv, torch.Tensor) or mv.dim() > 4:
+        return False
+    B, H, Sq, Sk = qv.shape[0], qv.shape[1], qv.shape[2], kv.shape[2]
+    shape4 = (1,) * (4 - mv.dim()) + tuple(mv.shape)
+    if any(d not in (1, want) for d, want in zip(shape4, (B, H, Sq, Sk))) or shape4[3] != Sk:
+        return False
+    if (add, kind) in done:
+        add = done[(add, kind)]
+    else:
+        key = (add, kind)
+        if kind != "additive":  # f: 1 where kept ("keep") or dropped ("drop")
+            if kind == "drop":
+                add = conv._emit(aten.rsub.Scalar, (add, 1.0))
+            add = conv._emit(aten.sub.Tensor, (add, 1.0))
+            add = conv._emit(aten.mul.Tensor, (conv._emit(aten.mul.Tensor, (add, _BIG)), _BIG))
+        if add.meta["val"].dtype != torch.bfloat16:
+            add = conv._emit(aten._to_copy.default, (add,), {"dtype": torch.bfloat16})
+        if tuple(add.meta["val"].shape) != shape4:
+            add = conv._emit(aten.view.default, (add, list(shape4)))
+        done[key] = add
+    node.replace_input_with(mask, add)
+    return True
+
+
+def decompose_unsupported_sdpa(gm: torch.fx.GraphModule, math_ok: bool = True) -> int:
+    """Rewrite the SDPA nodes of ``gm`` that Attention cannot take (module doc) in place; returns how many.
+    Masks Attention can take become its additive bf16 mask first (``_attention_mask``); ``math_ok=False``
+    (fallback="eager") does only that, and leaves the rest to PyTorch's SDPA."""
+    count, masked, why, done, conv = 0, 0, set(), {}, None
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or str(node.target) not in _TARGETS:
             continue
@@ -365,8 +407,16 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
                 (mask is not None and not isinstance(mv, torch.Tensor)):
             continue
         causal = bool(bound.get("is_causal", False))
-        if mask is None and qv.shape[-1] in (64, 128) and vv.shape[-1] == qv.shape[-1]:
-            continue  # Attention's
+        fake_mode = torch._guards.detect_fake_mode([qv, kv, vv]) or FakeTensorMode()
+        if qv.shape[-1] in (64, 128) and vv.shape[-1] == qv.shape[-1] and (bound.get("dropout_p") or 0.0) == 0.0:
+            if mask is None:
+                continue  # Attention's
+            conv = conv or _BoolAsFloat(gm, node, fake_mode)
+            if _heads_ok(qv, kv, vv, True) and _attention_mask(node, mask, qv, kv, conv, done):
+                masked += 1
+                continue  # Attention's, with its additive mask
+        if not math_ok:
+            continue
         # The aten SDPA ops take no enable_gqa: fewer key / value heads reach them only as GQA.
         if (bound.get("dropout_p") or 0.0) != 0.0 or not _heads_ok(qv, kv, vv, True) or not _dims_ok(qv, vv):
             continue
@@ -380,7 +430,6 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
         outs = [node] if single else [u for u in users if u.args[1] == 0]
         scale = bound.get("scale")
         scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
-        fake_mode = torch._guards.detect_fake_mode([qv, kv, vv]) or FakeTensorMode()
         kind = "additive"
         if mask is not None:
             mask, kind = _mask_as(mask, _BoolAsFloat(gm, node, fake_mode))
@@ -404,14 +453,15 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule) -> int:
         count += 1
         why.add("a runtime mask" if mask is not None else
                 f"head dim {qv.shape[-1]}" + (f" (value {vv.shape[-1]})" if vv.shape[-1] != qv.shape[-1] else ""))
-    if count:
+    if count or masked:
         gm.graph.eliminate_dead_code()  # a boolean mask's own producers, now unread
         gm.graph.lint()
         gm.recompile()
-        fold.fold_constants(gm)  # _math's causal mask and key padding
+        fold.fold_constants(gm)  # _math's causal mask and key padding, a constant mask's conversion
+    if count:
         warnings.warn(f"megakittens: {count} SDPA call(s) run as two Gemms around a softmax of the whole score "
                       f"matrix ({', '.join(sorted(why))}): the Attention instruction type takes head dims 64 and "
-                      "128 with value's equal and no mask but the causal one (is_causal=True; a Hugging Face "
-                      "model without attention_mask); fallback=\"eager\" runs such calls as PyTorch's SDPA "
-                      "between megakernels instead", MathAttentionWarning, stacklevel=2)
+                      "128 with value's equal, and masks that are additive or boolean ones built by casts, "
+                      "comparisons with a number, and / or / not and views; fallback=\"eager\" runs such calls "
+                      "as PyTorch's SDPA between megakernels instead", MathAttentionWarning, stacklevel=2)
     return count

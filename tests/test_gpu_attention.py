@@ -240,3 +240,98 @@ def test_attention_stores_its_output_as_bshd(global_queue, cluster):
                                        v.view(2, 300, 2, 64).transpose(1, 2), is_causal=True, enable_gqa=True)
     ref = o.to(BF16).float().transpose(1, 2).reshape(2, 300, 512) @ ws[3].float()
     assert torch.isfinite(out).all() and rel_err(out.float(), ref) <= 1e-2
+
+
+# ---- the additive mask (src/itypes/attention.h, kernels/mk/itypes/attention.cuh [Note: attention mask]) ----
+
+MIN = torch.finfo(BF16).min
+
+
+def _mask(kind, shape, g):
+    """An additive bf16 mask: random values ("randn"); keys past a per-batch length at -inf ("pad", a
+    tokenizer's padding, (B, 1, 1, Sk)); Hugging Face's causal mask at bf16's lowest value with the first 40
+    query rows wholly masked ("hf_min": those rows average V, as eager); rows 5 and 200 wholly at -inf
+    ("inf_rows": rows of zeros)."""
+    if kind == "randn":
+        return (torch.randn(shape, generator=g) * 2).to(BF16)
+    m = torch.zeros(shape)
+    if kind == "pad":
+        for b in range(shape[0]):
+            m[b, ..., shape[-1] - 37 * b:] = float("-inf") if b else 0.0
+    elif kind == "hf_min":
+        sq, sk = shape[-2:]
+        m.masked_fill_(torch.ones(sq, sk, dtype=torch.bool).triu(1), MIN)
+        m[..., :40, :] = MIN
+    elif kind == "inf_rows":
+        m[..., 5, :] = m[..., 200, :] = float("-inf")
+        m[..., 7, 100:] = float("-inf")
+    return m.to(BF16)
+
+
+def masked_reference(q, k, v, m, scale):
+    """fp32 softmax(q k^T scale + m) v with GQA; a row with every key at -inf is 0 (PyTorch's _safe_softmax);
+    fp32 as the device, so a row wholly at bf16's lowest value averages V there too."""
+    q, k, v, m = (t.float() for t in (q, k, v, m))
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    s = q @ k.transpose(-1, -2) * scale + m
+    p = torch.softmax(s, -1).nan_to_num(0.0)
+    return p @ v
+
+
+MASK_CASES = {  # name: (B, H, Hk, Sq, Sk, D, mask shape, kind, cluster)
+    "d64_pad_keys": (2, 8, 8, 1000, 1000, 64, (2, 1, 1, 1000), "pad", 1),
+    "d128_gqa_per_head": (1, 8, 2, 300, 300, 128, (1, 8, 300, 300), "randn", 2),
+    "d64_odd_sk": (2, 4, 4, 200, 333, 64, (2, 1, 200, 333), "randn", 1),  # 2-byte loads: odd rows
+    "d128_hf_min_rows": (1, 4, 4, 512, 512, 128, (1, 1, 512, 512), "hf_min", 1),
+    "d64_inf_rows": (1, 2, 2, 256, 256, 64, (1, 1, 256, 256), "inf_rows", 2),
+}
+
+
+@pytest.mark.parametrize("case", list(MASK_CASES))
+def test_masked_attention_vs_fp32(case):
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    B, H, Hk, Sq, Sk, D, ms, kind, cluster = MASK_CASES[case]
+    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=H != Hk)  # noqa: E731
+    shapes = bhsd_shapes(B, H, Hk, Sq, Sk, D) + [ms]
+    program = program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"attn_mask_{case}")
+    assert any("mask=add" in n for n in program.icodes), program.icodes
+    g = torch.Generator(device="cpu").manual_seed(11)
+    for global_queue in (False, True):
+        args = [torch.randn(s, generator=g).to(BF16).cuda() for s in shapes[:3]] + [_mask(kind, ms, g).cuda()]
+        (out,) = run_gpu(program, args, {"global_work_queue": global_queue, "sync": True, "watchdog_s": 5.0})
+        ref = masked_reference(*args, 1.0 / D ** 0.5)
+        assert not out.isnan().any(), f"{case}: NaN in the output"
+        err = rel_err(out.float(), ref)
+        assert err <= 1e-2, f"{case} (global_queue={global_queue}): relative error {err:.3e}"
+        if kind == "inf_rows":
+            assert out[..., 5, :].abs().max() == 0 and out[..., 200, :].abs().max() == 0
+
+
+def test_hf_llama_with_a_padding_mask_runs_attention_with_its_mask():
+    """A Hugging Face Llama called with attention_mask (left padding in one row): every layer's SDPA takes
+    Attention's additive mask (no score matrix, no MathAttentionWarning), one launch, hidden states of the
+    attended positions within 2e-2 of eager."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=1000, hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
+                                   num_attention_heads=8, num_key_value_heads=2)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = transformers.LlamaModel(cfg).to(device="cuda", dtype=BF16).eval()
+    ids = torch.randint(0, 1000, (2, 300), device="cuda")
+    am = torch.ones(2, 300, dtype=torch.long, device="cuda")
+    am[1, :45] = 0
+    fwd = lambda i, a: model(input_ids=i, attention_mask=a, use_cache=False).last_hidden_state  # noqa: E731
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", megakittens.MathAttentionWarning)
+        h = megakittens.compile(fwd)(ids, am)
+        ref = fwd(ids, am)
+    assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
+    kinds = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    assert sum(k.startswith("Attention") and "mask=add" in k for k in kinds) == 2, kinds
+    keep = am.bool()
+    assert rel_err(h[keep].float(), ref[keep].float()) <= 2e-2

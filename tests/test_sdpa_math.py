@@ -6,6 +6,7 @@ a mask indexed by aranges (Hugging Face's padding mask) as a slice."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -51,19 +52,22 @@ def _sdpa(**kw):
 
 
 CASES = {  # name: (q shape, k shape, v shape, mask shape or None, kwargs, takes Attention)
+    # Masks with head dims 64 / 128 take Attention's additive mask; other head dims the score-matrix math.
+    "d80_padding_mask": ((2, 2, 60, 80), (2, 2, 60, 80), (2, 2, 60, 80), (2, 1, 1, 60), {}, False),
+    "d128_odd_keys_mask": ((1, 2, 30, 128), (1, 2, 77, 128), (1, 2, 77, 128), (1, 2, 30, 77), {}, True),
     "d80_full_ragged_keys": ((2, 4, 100, 80), (2, 4, 100, 80), (2, 4, 100, 80), None, {}, False),
     "d80_causal": ((1, 4, 64, 80), (1, 4, 64, 80), (1, 4, 64, 80), None, {"is_causal": True}, False),
     "d256_gqa_causal": ((1, 4, 48, 256), (1, 1, 48, 256), (1, 1, 48, 256), None, {"is_causal": True, "enable_gqa": True}, False),
     "dv128_causal": ((2, 2, 100, 64), (2, 2, 100, 64), (2, 2, 100, 128), None, {"is_causal": True}, False),
-    "padding_mask": ((2, 4, 72, 64), (2, 4, 72, 64), (2, 4, 72, 64), (2, 1, 1, 72), {}, False),
-    "head_mask_gqa_sq_ne_sk": ((2, 4, 24, 64), (2, 2, 40, 64), (2, 2, 40, 64), (2, 4, 24, 40), {"enable_gqa": True}, False),
-    "query_mask_gqa": ((1, 6, 32, 128), (1, 2, 32, 128), (1, 2, 32, 128), (32, 32), {"enable_gqa": True, "scale": 0.3}, False),
+    "padding_mask": ((2, 4, 72, 64), (2, 4, 72, 64), (2, 4, 72, 64), (2, 1, 1, 72), {}, True),
+    "head_mask_gqa_sq_ne_sk": ((2, 4, 24, 64), (2, 2, 40, 64), (2, 2, 40, 64), (2, 4, 24, 40), {"enable_gqa": True}, True),
+    "query_mask_gqa": ((1, 6, 32, 128), (1, 2, 32, 128), (1, 2, 32, 128), (32, 32), {"enable_gqa": True, "scale": 0.3}, True),
     "three_d_causal": ((4, 100, 64), (4, 100, 64), (4, 100, 64), None, {"is_causal": True}, True),
     "two_d": ((100, 64), (100, 64), (100, 64), None, {}, True),
     "three_d_dv": ((4, 40, 64), (4, 40, 64), (4, 40, 128), None, {}, False),
-    "head_mask_3d": ((2, 4, 40, 64), (2, 4, 40, 64), (2, 4, 40, 64), (4, 40, 40), {}, False),
-    "head_mask_3d_gqa": ((2, 4, 40, 64), (2, 2, 40, 64), (2, 2, 40, 64), (4, 40, 40), {"enable_gqa": True}, False),
-    "mask_and_causal": ((2, 4, 40, 64), (2, 4, 40, 64), (2, 4, 40, 64), (40, 40), {"is_causal": True}, False),
+    "head_mask_3d": ((2, 4, 40, 64), (2, 4, 40, 64), (2, 4, 40, 64), (4, 40, 40), {}, True),
+    "head_mask_3d_gqa": ((2, 4, 40, 64), (2, 2, 40, 64), (2, 2, 40, 64), (4, 40, 40), {"enable_gqa": True}, True),
+    "mask_and_causal": ((2, 4, 40, 64), (2, 4, 40, 64), (2, 4, 40, 64), (40, 40), {"is_causal": True}, True),
     "batch_broadcast_kv": ((3, 4, 40, 64), (1, 4, 40, 64), (1, 4, 40, 64), None, {}, True),
 }
 
@@ -86,11 +90,13 @@ def test_sdpa_math_matches_eager(case):
     assert_gpu_bodies()
 
 
+@pytest.mark.parametrize("D", [64, 80])
 @pytest.mark.parametrize("how", ["bool_input", "eq_scalar", "gt_scalar", "float_cast", "not_ne"])
-def test_boolean_masks_from_inputs_casts_and_comparisons(how):
-    """Boolean masks reach the math path however they are built: a bool graph input, comparisons of an int
-    mask with a number, a float mask cast to bool, not / ne; True = attend, as SDPA reads them."""
-    q, k, v = randn(2, 2, 24, 64), randn(2, 2, 24, 64), randn(2, 2, 24, 64)
+def test_boolean_masks_from_inputs_casts_and_comparisons(how, D):
+    """Boolean masks reach Attention's additive mask (head dim 64) or the math path (80) however they are
+    built: a bool graph input, comparisons of an int mask with a number, a float mask cast to bool, not / ne;
+    True = attend, as SDPA reads them."""
+    q, k, v = randn(2, 2, 24, D), randn(2, 2, 24, D), randn(2, 2, 24, D)
     am = torch.ones(2, 24, dtype=torch.long)
     am[1, 17:] = 0
     build = {
@@ -102,8 +108,11 @@ def test_boolean_masks_from_inputs_casts_and_comparisons(how):
     }[how]
     mask = am.bool() if how == "bool_input" else am
     fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, build(m)[:, None, None, :])  # noqa: E731
-    with pytest.warns(megakittens.MathAttentionWarning):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         out = megakittens.compile(fn)(q, k, v, mask)
+    math_path = any(issubclass(w.category, megakittens.MathAttentionWarning) for w in caught)
+    assert math_path == (D == 80) and any(k.startswith("Attention") for k in kinds()) == (D == 64), kinds()
     ref = fn(q.double(), k.double(), v.double(), mask)
     assert rel_err(out, ref) <= 1e-2, rel_err(out, ref)
     assert_gpu_bodies()
@@ -128,19 +137,23 @@ def test_dry_run_runs_a_math_path_graph():
 
 def test_head_dims_off_the_tma_rows_name_the_rule():
     """Head dims that are not multiples of 8 fit neither Attention nor the math's Gemms: the error names the
-    head dim (no mask) or the math path's rules (with a mask)."""
+    head dim, with or without a mask; a mask Attention cannot take (fp32 for a bf16 query) names the rule."""
     q = randn(1, 2, 32, 12)
     with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=12"):
         megakittens.compile(_sdpa())(q, q, q)
     torch._dynamo.reset()
-    with pytest.raises(Exception, match=r"takes no mask but the causal one.*head dims that are multiples of 8"):
+    with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=12"):
         megakittens.compile(_sdpa())(q, q, q, randn(1, 1, 32, 32))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"additive 4-D bfloat16 mask.*got attn_mask = a float32 tensor"):
+        megakittens.compile(_sdpa())(q, q, q, randn(1, 1, 32, 32).float())
 
 
-def test_fully_masked_rows_give_zeros():
+@pytest.mark.parametrize("D", [64, 80])
+def test_fully_masked_rows_give_zeros(D):
     """A query row whose keys are all masked (-inf) comes out 0, as SDPA's math backend (_safe_softmax) gives,
-    not NaN; the other rows are unaffected."""
-    q, k, v = randn(2, 2, 32, 64), randn(2, 2, 32, 64), randn(2, 2, 32, 64)
+    not NaN, through Attention's mask (head dim 64) and the math path (80); the other rows are unaffected."""
+    q, k, v = randn(2, 2, 32, D), randn(2, 2, 32, D), randn(2, 2, 32, D)
     mask = torch.zeros(2, 1, 32, 32, dtype=BF16)
     mask[0, :, 3:, 20:] = -math.inf  # batch 0: rows >= 3 see keys < 20 only
     mask[1, :, 5] = -math.inf        # batch 1: row 5 sees nothing
@@ -174,8 +187,9 @@ def test_mask_indexed_by_aranges_becomes_a_slice():
 
 @pytest.mark.parametrize("family", ["t5_encoder", "t5_encoder_padded", "gemma_head_dim_256", "phi3_head_dim_96"])
 def test_hf_models_on_the_math_path_match_eager(family):
-    """T5's encoder (its relative position bias is an additive SDPA mask), Gemma at head dim 256 with one KV
-    head, Phi-3 at head dim 96: every attention on the math path, tiny configs, random bf16 weights."""
+    """T5's encoder (its relative position bias is an additive SDPA mask: Attention's mask at head dim 64),
+    Gemma at head dim 256 with one KV head, Phi-3 at head dim 96 (every attention on the math path); tiny
+    configs, random bf16 weights."""
     transformers = pytest.importorskip("transformers")
     ids = torch.randint(0, 500, (2, 64))
     kw = {}
@@ -200,21 +214,29 @@ def test_hf_models_on_the_math_path_match_eager(family):
         h, h_ref = megakittens.compile(fwd)(ids), fwd(ids)
     keep = kw["attention_mask"].bool() if kw else torch.ones(2, 64, dtype=torch.bool)
     assert rel_err(h[keep], h_ref[keep]) <= 2e-2, rel_err(h[keep], h_ref[keep])
-    assert not any(k.startswith("Attention") for k in kinds()) and sum(k.startswith("Softmax(safe)") for k in kinds()) == 2
+    if family.startswith("t5"):  # head dim 64: Attention with the bias as its additive mask
+        assert sum(k.startswith("Attention") and "mask=add" in k for k in kinds()) == 2, kinds()
+        assert not any(k.startswith("Softmax") for k in kinds()), kinds()
+    else:
+        assert not any(k.startswith("Attention") for k in kinds()) and sum(k.startswith("Softmax(safe)") for k in kinds()) == 2
     assert_gpu_bodies()
 
 
 def test_fallback_eager_keeps_pytorch_sdpa_for_what_attention_cannot_take():
-    """With fallback="eager" the SDPA calls Attention cannot take run as PyTorch's own SDPA between
-    megakernels (its fused kernels, no score matrix), not as the math path, and nothing warns."""
+    """With fallback="eager" the SDPA calls Attention cannot take (Dv != Dq, a mask at head dim 80) run as
+    PyTorch's own SDPA between megakernels (its fused kernels, no score matrix), not as the math path, and
+    nothing warns; a masked SDPA at head dim 64 runs in the megakernel (Attention's mask)."""
     q, v, m = randn(1, 2, 64, 64), randn(1, 2, 64, 128), randn(1, 1, 64, 64)
-    fn = lambda q, v, m: (F.scaled_dot_product_attention(q, q, v) * 2,  # noqa: E731
-                          F.scaled_dot_product_attention(q, q, q, attn_mask=m) * 2)
-    import warnings
+    q80 = randn(1, 2, 64, 80)
+    fn = lambda q, v, m, q80: (F.scaled_dot_product_attention(q, q, v) * 2,  # noqa: E731
+                               F.scaled_dot_product_attention(q80, q80, q80, attn_mask=m) * 2,
+                               F.scaled_dot_product_attention(q, q, q, attn_mask=m) * 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        out = megakittens.compile(fn, fallback="eager")(q, v, m)
-    for o, r in zip(out, fn(q, v, m)):
+        out = megakittens.compile(fn, fallback="eager")(q, v, m, q80)
+    for o, r in zip(out, fn(q, v, m, q80)):
         assert rel_err(o, r) <= 1e-2
     eager = sorted(t for _, t, _ in mk_backend.partitionings[-1].eager)
-    assert "aten._scaled_dot_product_flash_attention_for_cpu.default" in eager, eager
+    assert eager.count("aten._scaled_dot_product_flash_attention_for_cpu.default") == 1, eager
+    assert any(k.startswith("Attention") and "mask=add" in k for d in mk_backend.dispatchers
+               for k in [n.itype for n in d.program.nodes]), eager

@@ -40,7 +40,8 @@ bool is_bshd(const TensorRange& r, const Coord4& backing) {
 
 }  // namespace
 
-Attention::Attention(bool causal, double scale, unsigned bshd) : causal_(causal), scale_(scale), bshd_(bshd) {
+Attention::Attention(bool causal, double scale, unsigned bshd, bool masked)
+    : causal_(causal), scale_(scale), bshd_(bshd), masked_(masked) {
   if (!(scale > 0) || !std::isfinite(scale)) fail("Attention: scale must be a finite value > 0, got ", scale);
   if (bshd > 15) fail("Attention: bshd mask must be in 0..15, got ", bshd);
 }
@@ -54,6 +55,7 @@ std::string Attention::params() const {
     for (int i = 0; i < 4; ++i)
       if (bshd_ & (1u << i)) s += "qkvo"[i];
   }
+  if (masked_) s += ",mask=add";
   return s;
 }
 
@@ -69,12 +71,23 @@ unsigned Attention::bshd_for(const std::vector<TensorRange>& views) {
   return m;
 }
 
-bool Attention::reads_view(int, const TensorRange& view, const Coord4& backing) const {
+bool Attention::mask_view(const TensorRange& r, const Coord4& backing) {
+  if (r.view_shape.size() > 4 || !(r.box == Box::of_shape(backing))) return false;
+  const Coord4 v = r.view_padded();
+  for (int i = 0; i < 4; ++i) {
+    const bool wide = v[i] > 1 && !r.bcast[i];
+    if (wide ? (r.view_dim[i] != i || backing[i] != v[i]) : (backing[i] != 1 || (i == 3 && v[i] > 1))) return false;
+  }
+  return true;
+}
+
+bool Attention::reads_view(int k, const TensorRange& view, const Coord4& backing) const {
+  if (k == 3) return mask_view(view, backing);
   return view.is_full(backing) || is_bshd(view, backing);
 }
 
 void Attention::validate(const NodeInfo& n) const {
-  require_inputs(n, 3);
+  require_inputs(n, masked_ ? 4 : 3);
   if (n.outputs.size() != 1)
     fail("node '", n.name, "' (", n.target, "): expects 1 output, got ", n.outputs.size());
   const char* names[3] = {"q", "k", "v"};
@@ -109,6 +122,15 @@ void Attention::validate(const NodeInfo& n) const {
   if (o.shape != want)
     fail("node '", n.name, "' (", n.target, "): output shape ", shape_str(o.shape), " must be ", shape_str(want),
          (bshd_ & kBshdO) ? " ((B, S, H, D) of q's (B, H, S, D): flag bshd=o)" : " (q's shape)");
+  if (!masked_) return;
+  const Operand& m = n.inputs[3];
+  require_dtype(n, "attn_mask", m.dtype(), DType::bf16);
+  const std::vector<int64_t> mwant{q[0], q[1], q[2], k[2]};
+  bool fits = m.shape().size() == 4 && m.shape()[3] == k[2];
+  for (int i = 0; i < 3 && fits; ++i) fits = m.shape()[i] == mwant[i] || m.shape()[i] == 1;
+  if (!fits || !mask_view(m.range, m.backing.padded()))
+    fail("node '", n.name, "' (", n.target, "): attn_mask must be a whole (B|1, H|1, Sq|1, Sk) tensor, seen as "
+         "such or broadcast to ", shape_str(mwant), " (B, H, Sq, Sk), got ", m.range.str(), " of ", m.backing.str());
 }
 
 int64_t Attention::num_instructions(const NodeInfo& n) const {
@@ -141,11 +163,17 @@ InstrDesc Attention::instruction(const NodeInfo& n, int64_t i) const {
   for (int64_t v : {t.b, t.h, hk, s0, q_rows, kv_end, a.D}) d.indices.push_back(static_cast<int32_t>(v));
   const bool pair = n.profile.attn_pair_tiles;
   const int64_t r0 = pair ? m0 : s0, r1 = pair ? std::min(a.Sq, m0 + a.G * a.cq) : s0 + q_rows;
-  d.reads.resize(3);
+  d.reads.resize(masked_ ? 4 : 3);
   d.writes.resize(1);
   if (r1 > r0) {
     const Box q{{t.b, t.h, r0, 0}, {t.b + 1, t.h + 1, r1, a.D}};
     d.reads[0].push_back(q);
+    // The mask rows of these queries, keys [0, kv_end) (the device loads no column past kv_end).
+    if (masked_ && kv_end > 0) {
+      const Coord4 m = n.inputs[3].padded();  // a dim of extent 1 broadcasts
+      const int64_t mb = m[0] > 1 ? t.b : 0, mh = m[1] > 1 ? t.h : 0, m0 = m[2] > 1 ? r0 : 0, m1 = m[2] > 1 ? r1 : 1;
+      d.reads[3].push_back(Box{{mb, mh, m0, 0}, {mb + 1, mh + 1, m1, kv_end}});
+    }
     d.writes[0].push_back((bshd_ & kBshdO) ? Box{{t.b, r0, t.h, 0}, {t.b + 1, r1, t.h + 1, a.D}} : q);
   }
   if (kv_end > 0) {

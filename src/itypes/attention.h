@@ -1,5 +1,6 @@
 // Attention: SDPA forward on BHSD views (seed §14), causal (top-left aligned, as SDPA) or full,
-// any scale, GQA. Layout and indices: docs/itypes.md; device body: kernels/mk/itypes/attention.cuh.
+// any scale, GQA, and optionally an additive bf16 mask (input 3, SDPA's float attn_mask; boolean masks
+// reach it as 0 / -inf, megakittens/sdpa_math.py). Layout and indices: docs/itypes.md; device body: kernels/mk/itypes/attention.cuh.
 #pragma once
 #include "itypes/itype.h"
 
@@ -13,18 +14,30 @@ class Attention final : public IType {
   // (src/trace/fuse_attention_output.h).
   static constexpr unsigned kBshdQ = 1, kBshdK = 2, kBshdV = 4, kBshdO = 8;
 
-  Attention(bool causal, double scale, unsigned bshd = 0);  // scale > 0 (the resolver fills 1/sqrt(D))
+  // scale > 0 (the resolver fills 1/sqrt(D)); masked: input 3 is an additive mask ([Note: attention mask]).
+  Attention(bool causal, double scale, unsigned bshd = 0, bool masked = false);
   std::string name() const override { return "Attention"; }
-  // "causal=1,scale=0.0883883476", plus ",bshd=qkvo" (the operands stored as (B, S, H, D)) when any.
+  // "causal=1,scale=0.0883883476", plus ",bshd=qkvo" (the operands stored as (B, S, H, D)) when any and
+  // ",mask=add" when masked.
   std::string params() const override;
+  // The same Attention with another bshd mask (the fusion passes that fold q / k / v / o views).
+  std::shared_ptr<const Attention> with_bshd(unsigned bshd) const {
+    return std::make_shared<Attention>(causal_, scale_, bshd, masked_);
+  }
   bool causal() const { return causal_; }
+  bool masked() const { return masked_; }
   double scale() const { return scale_; }
   unsigned bshd() const { return bshd_; }
   // The bshd mask of the folded q, k, v views (a (B, S, H, D) backing seen through transpose(1, 2));
   // validate() checks every view against it.
   static unsigned bshd_for(const std::vector<TensorRange>& views);
   // Whole tensors and (B, S, H, D) transposes are read in place; the tracer copies any other view.
+  // The mask (input 3): a whole (Bm, Hm, Sqm, Sk) tensor, seen as (B, H, Sq, Sk) with Bm, Hm, Sqm each 1
+  // (a broadcast) or full: mask_view().
   bool reads_view(int k, const TensorRange& view, const Coord4& backing) const override;
+  // The mask is read by the consumers' own loads ([Note: attention mask]), not by the loader's TMA.
+  bool late_input(int k) const override { return masked_ && k == 3; }
+  static bool mask_view(const TensorRange& view, const Coord4& backing);
   void validate(const NodeInfo&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
   InstrDesc instruction(const NodeInfo&, int64_t i) const override;
@@ -36,6 +49,7 @@ class Attention final : public IType {
   bool causal_;
   double scale_;
   unsigned bshd_;
+  bool masked_;
 };
 
 }  // namespace mk

@@ -202,7 +202,8 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
                 (a->causal() ? "true" : "false") + ";\n  static constexpr float scale_log2 = " +
                 float_literal(a->scale() * 1.4426950408889634) + ";\n  static constexpr int head_dims = " +
                 std::to_string(attention_head_dims(prog, icode)) + ";\n  static constexpr unsigned bshd = " +
-                std::to_string(a->bshd()) + ";\n};\n";
+                std::to_string(a->bshd()) + ";\n  static constexpr bool masked = " + (a->masked() ? "true" : "false") +
+                ";\n  static constexpr float scale = " + float_literal(a->scale()) + ";\n};\n";
       return "mk::Attention<" + P + ">";
     }
   }

@@ -32,7 +32,7 @@ int fuse_attention_output(DAG& dag) {
     const auto* at = a.is_compute() ? dynamic_cast<const Attention*>(a.itype.get()) : nullptr;
     if (!at || (at->bshd() & Attention::kBshdO) || a.users[0].size() != 1 || c.inputs[0].output != 0) continue;
     if (!is_transpose_12(c.inputs[0].range, a.outputs[0].padded()) || c.outputs[0].dtype != a.outputs[0].dtype) continue;
-    a.itype = std::make_shared<Attention>(at->causal(), at->scale(), at->bshd() | Attention::kBshdO);
+    a.itype = at->with_bshd(at->bshd() | Attention::kBshdO);
     a.outputs[0] = c.outputs[0];  // (B, S, H, D), contiguous: what the Copy wrote
     into[c.id] = a.id;
     ++fused;

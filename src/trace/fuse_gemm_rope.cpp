@@ -128,8 +128,7 @@ int fuse_gemm_rope(DAG& dag) {
       std::vector<TensorRange> views;
       for (int k = 0; k < 3 && k < static_cast<int>(r.inputs.size()); ++k) views.push_back(r.inputs[k].range);
       const auto& at = static_cast<const Attention&>(*r.itype);
-      r.itype = std::make_shared<Attention>(at.causal(), at.scale(),
-                                            Attention::bshd_for(views) | (at.bshd() & Attention::kBshdO));
+      r.itype = at.with_bshd(Attention::bshd_for(views) | (at.bshd() & Attention::kBshdO));
     }
     f.rope = static_cast<int>(D);
     for (const Edge* e : {&ce, &se}) {

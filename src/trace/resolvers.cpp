@@ -213,34 +213,39 @@ Resolution rope(const OpCall& c, bool interleaved) {
 }
 
 // Which of q, k, v are read through a transpose(1, 2) of a (B, S, H, D) tensor depends on the folded
-// views: bound once the tracer has them.
-Resolution attention(const OpCall& c, bool causal, double scale, const FxArg& q, const FxArg& k, const FxArg& v) {
-  Resolution r{std::make_shared<Attention>(causal, scale), c.target(), {&q, &k, &v}};
-  r.bind = [causal, scale](const std::vector<TensorRange>& views) -> ITypePtr {
-    return std::make_shared<Attention>(causal, scale, Attention::bshd_for(views));
+// views: bound once the tracer has them. `mask`: an additive mask, input 3.
+Resolution attention(const OpCall& c, bool causal, double scale, const FxArg& q, const FxArg& k, const FxArg& v,
+                     const FxArg* mask = nullptr) {
+  const bool masked = mask != nullptr;
+  Resolution r{std::make_shared<Attention>(causal, scale, 0, masked), c.target(), {&q, &k, &v}};
+  if (masked) r.inputs.push_back(mask);
+  r.bind = [causal, scale, masked](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<Attention>(causal, scale, Attention::bshd_for(views), masked);
   };
   return r;
 }
 
-// Shared by every SDPA flavour: dropout rejected, masks rejected, scale None -> 1/sqrt(D).
+// Shared by every SDPA flavour: dropout rejected, a bfloat16 mask as Attention's additive mask, scale
+// None -> 1/sqrt(D).
 Resolution sdpa(const OpCall& c, const char* mask) {
   if (const double p = c.f64("dropout_p", 0.0); p != 0.0) c.fail("dropout is not supported, got dropout_p=", p);
+  const FxArg* m = nullptr;
   if (mask && !c.is_none(mask)) {
-    const FxArg& m = *c.get(mask);
-    if (!m.is_node()) c.fail("the Attention instruction type takes no mask, got ", mask, "=", m.str());
-    const FxTensor& mm = c.meta(m);
-    c.fail("the Attention instruction type takes no mask but the causal one (is_causal=True), got ", mask,
-           " = a ", mm.dtype, " tensor of shape ", shape_str(mm.shape),
-           "; other masks run as the score-matrix math (megakittens/sdpa_math.py, without fallback=\"eager\"), "
-           "which takes 4-D query / key / value, head dims that are multiples of 8, key / value heads dividing "
-           "the query's, and float masks or boolean ones built by casts, comparisons with a number, and / or / "
-           "not and views; or fallback=\"eager\" runs this SDPA as PyTorch's");
+    m = c.get(mask);
+    if (!m->is_node()) c.fail("the Attention instruction type takes a tensor mask, got ", mask, "=", m->str());
+    const FxTensor& mm = c.meta(*m);
+    if (mm.dtype != "bfloat16" || mm.shape.size() != 4)
+      c.fail("the Attention instruction type takes an additive 4-D bfloat16 mask (B|1, H|1, Sq|1, Sk), got ", mask,
+             " = a ", mm.dtype, " tensor of shape ", shape_str(mm.shape),
+             "; megakittens/sdpa_math.py rewrites other masks (boolean ones built by casts, comparisons with a "
+             "number, and / or / not and views; float masks of other dtypes) before tracing, or fallback=\"eager\" "
+             "runs this SDPA as PyTorch's");
   }
   const FxArg& q = c.tensor("query");
   const FxTensor& qm = c.meta(q);
   if (qm.shape.empty() || qm.shape.back() <= 0) c.fail("query has no head dim, shape rank ", qm.shape.size());
   const double scale = c.opt_f64("scale").value_or(1.0 / std::sqrt(static_cast<double>(qm.shape.back())));
-  return attention(c, c.flag("is_causal", false), scale, q, c.tensor("key"), c.tensor("value"));
+  return attention(c, c.flag("is_causal", false), scale, q, c.tensor("key"), c.tensor("value"), m);
 }
 
 // ---- data movement: copies and casts, embedding, cat, row reductions (docs/itypes.md) ----

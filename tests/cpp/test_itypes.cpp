@@ -1456,6 +1456,41 @@ TEST(AttentionIType, Validate) {
                CompileError);
 }
 
+TEST(AttentionIType, MaskReadsAndValidate) {
+  // [Note: attention mask] input 3, (B|1, H|1, Sq|1, Sk): read boxes on its own dims (a dim of extent 1 is
+  // broadcast), rows of the tile, keys [0, kv_end).
+  const Attention t(false, 0.125, 0, true), tc(true, 0.125, 0, true);
+  const Profile p = Profile::h200();
+  NodeInfo n = attn_node(2, 4, 2, 300, 300, 64, p, 1);
+  n.inputs.push_back(whole({2, 1, 300, 300}));
+  t.validate(n);
+  EXPECT_EQ(t.params(), "causal=0,scale=0.125,mask=add");
+  EXPECT_TRUE(t.late_input(3) && !t.late_input(0) && !Attention(false, 0.125).late_input(3));
+  const InstrDesc d = t.instruction(n, 5);  // b 0, h 1, rows [256, 300)
+  ASSERT_EQ(d.reads.size(), 4u);
+  EXPECT_EQ(d.reads[3], (std::vector<Box>{Box{{0, 0, 256, 0}, {1, 1, 300, 300}}}));
+  EXPECT_EQ(tc.instruction(n, 10).reads[3], (std::vector<Box>{Box{{0, 0, 128, 0}, {1, 1, 256, 256}}}));  // causal
+  n.inputs[3] = whole({1, 4, 1, 300});  // a key mask per head, broadcast over batch and rows
+  t.validate(n);
+  EXPECT_EQ(t.instruction(n, 5).reads[3], (std::vector<Box>{Box{{0, 1, 0, 0}, {1, 2, 1, 300}}}));  // b 0, h 1
+  // The same through an expand: the view is (B, H, Sq, Sk), the backing keeps its 1s; read in place.
+  n.inputs[3] = {bf16({1, 1, 1, 300}), TensorRange::full({1, 1, 1, 300}).expand({2, 4, 300, 300})};
+  t.validate(n);
+  EXPECT_TRUE(t.reads_view(3, n.inputs[3].range, n.inputs[3].backing.padded()));
+  // Errors: Sk broadcast, another dim neither 1 nor full, fp32, a sliced mask (the tracer copies it).
+  for (const Operand& bad : {whole({2, 1, 300, 1}), whole({2, 2, 300, 300}), Operand{TensorMeta{DType::f32, {2, 1, 300, 300}, "cpu"},
+                             TensorRange::full({2, 1, 300, 300})}}) {
+    n.inputs[3] = bad;
+    EXPECT_THROW(t.validate(n), CompileError);
+  }
+  const Operand sliced{bf16({2, 1, 300, 400}), TensorRange::full({2, 1, 300, 400}).slice(3, 0, 300)};
+  EXPECT_FALSE(t.reads_view(3, sliced.range, sliced.backing.padded()));
+  n.inputs[3] = whole({2, 1, 300, 300});
+  n.inputs.pop_back();
+  const std::string e = error_of([&] { t.validate(n); });
+  EXPECT_NE(e.find("expects 4 tensor inputs"), std::string::npos) << e;
+}
+
 TEST(AttentionIType, ExecuteMatchesNaive) {
   for (bool causal : {false, true})
     for (bool pair : {false, true})

@@ -456,11 +456,32 @@ TEST(Trace, AttentionVariants) {
   EXPECT_EQ(d.nodes[3].itype->str(), "Attention(causal=1,scale=0.125)");
   ASSERT_EQ(d.nodes[3].inputs.size(), 3u);
 
-  b.g.nodes[o].args.push_back(ref(q));  // attn_mask
-  expect_error(b.g, {"node 'sdpa'", "takes no mask but the causal one"});
-  b.g.nodes[o].args.back() = none();
+  b.g.nodes[o].args.push_back(none());  // attn_mask
   b.g.nodes[o].args.push_back(real(0.1));
   expect_error(b.g, {"node 'sdpa'", "dropout_p=0.1"});
+}
+
+TEST(Trace, AttentionTakesAnAdditiveMaskInPlace) {
+  // attn_mask (B, 1, Sq, Sk) bf16: input 3 of a masked Attention, read through its broadcast head dim (no copy).
+  for (const char* dtype : {"bfloat16", "float32"}) {
+    GraphBuilder b;
+    const int q = b.placeholder("q", {2, 4, 128, 64});
+    const int m = b.placeholder("m", {2, 1, 128, 200}, dtype);
+    const int kv = b.placeholder("kv", {2, 4, 200, 64});
+    const int o = b.call("sdpa", "aten.scaled_dot_product_attention.default", {ref(q), ref(kv), ref(kv), ref(m)},
+                         {2, 4, 128, 64});
+    b.output({o});
+    if (std::string(dtype) == "float32") {
+      expect_error(b.g, {"node 'sdpa'", "additive 4-D bfloat16 mask", "float32"});
+      continue;
+    }
+    const DAG d = trace(b.g);
+    const Node& n = d.nodes[d.nodes.back().inputs[0].node];
+    EXPECT_EQ(n.itype->str(), "Attention(causal=0,scale=0.125,mask=add)");
+    ASSERT_EQ(n.inputs.size(), 4u);
+    EXPECT_EQ(n.inputs[3].node, m);
+    EXPECT_TRUE(n.itype->late_input(3));
+  }
 }
 
 TEST(Trace, AttentionReadsBshdViewsInPlace) {

@@ -46,6 +46,15 @@
 // in flight: ~200 at D = 128, BN = 128, within the consumers' 216 of the VM's setmaxnreg split
 // (mk/vm.cuh); MK_ATTN_BN_D128=64 fits the plain 168.
 //
+// [Note: attention mask] P::masked: input 3 is an additive bf16 mask, a whole (Bm, Hm, Sqm, Sk) tensor
+// whose dims of extent 1 broadcast (src/itypes/attention.cpp mask_view). It is a late input: each consumer
+// warp waits for its barriers and reads its own entries with plain loads (no page holds it), pairs of
+// columns as the S fragment has them, issued at the start of the turn so that they land under the waits
+// and the S wgmma. Scores are then kept in natural units, t = s * scale + mask, and the exponent is
+// (t - m) * log2(e): a mask entry of bf16's lowest finite value (Hugging Face's) stays finite in t, so a
+// row with every key so masked averages V, as eager does, instead of turning NaN; a row whose every key is
+// -inf gives 0 (PyTorch's _safe_softmax). D = 128 takes 64-key blocks then (registers: the mask's BN / 4).
+//
 // Layouts: P::bshd bit k (q, k, v) = that operand is a (B, S, H, D) tensor read as (B, H, S, D): its
 // TMA map is the slot's second xmap (box 64 d x 1 head x 64 rows, src/runtime/launch.cpp) and the
 // box coordinates are (d, h, s, b) instead of (d, s, h, b). Bit 3: the output o is stored that way.
@@ -103,13 +112,15 @@ namespace mk {
 
 // P: struct { static constexpr bool causal; static constexpr float scale_log2;  // scale * log2(e)
 //             static constexpr int head_dims;  // bit 0: D = 64 instantiated, bit 1: D = 128
-//             static constexpr unsigned bshd; }  // bit 0 q, 1 k, 2 v, 3 o (src/itypes/attention.h)
+//             static constexpr unsigned bshd;  // bit 0 q, 1 k, 2 v, 3 o (src/itypes/attention.h)
+//             static constexpr bool masked; static constexpr float scale; }  // [Note: attention mask]
 template <class P>
 struct Attention {
   // Indices (docs/itypes.md): b h hk s0 q_rows kv_end D.
   static constexpr int kB = 0, kH = 1, kHk = 2, kS0 = 3, kQRows = 4, kKvEnd = 5, kD = 6;
   static constexpr int kBM = 128;
   static constexpr float kNegInf = -cuda::std::numeric_limits<float>::infinity();
+  static constexpr float kLog2e = 1.4426950408889634f;
   static constexpr int kMaxStages = 6;
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
   static constexpr bool kSplitRelease = MK_ATTN_SPLIT_RELEASE;
@@ -126,7 +137,7 @@ struct Attention {
 
   template <int D>
   struct Geo {
-    static constexpr int BN = D == 64 ? 128 : MK_ATTN_BN_D128;
+    static constexpr int BN = D == 64 ? 128 : P::masked ? 64 : MK_ATTN_BN_D128;
     static constexpr int kTile = BN * D * 2;  // one K or V block
     static constexpr int kPagesPerStage = 2 * kTile / kPageBytes;
     static constexpr int kStages = (kNumPages - 1) / kPagesPerStage;
@@ -228,7 +239,7 @@ struct Attention {
     }
     const int nb = G::blocks(idx), used = min(nb, G::kStages);
     bool ok = true;
-    if (!wait_inputs(c)) return;
+    if (!wait_early_inputs(c)) return;  // all but the mask, which the consumers read ([Note: attention mask])
     constexpr bool kQ = (P::bshd & 1) != 0, kK = (P::bshd & 2) != 0, kV = (P::bshd & 4) != 0;
     // Lanes [0, kv) copy a K block's boxes, [kv, 2 kv) its V block's, [0, q) the Q tile's.
     constexpr int q = D / kBox * (kBM / kBox), kv = D / kBox * (G::BN / kBox);
@@ -343,7 +354,15 @@ struct Attention {
   // running max m (scaled by scale * log2 e), P = 2^(s * scale_log2 - m) in place, l = l * corr + sum P.
   template <int BN, bool kFirst>
   static __device__ __forceinline__ void softmax(float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
-                                                 int j0, int row, int kv_end, bool mask, int lane) {
+                                                 int j0, int row, int kv_end, bool mask, int lane,
+                                                 const u32 (&mk)[BN / 4]) {
+    if constexpr (P::masked) {  // t = s * scale + mask, natural units ([Note: attention mask])
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        const u32 w = mk[2 * (i >> 2) + ((i >> 1) & 1)];
+        s[i] = fmaf(s[i], P::scale, __uint_as_float((i & 1) ? (w & 0xffff0000u) : (w << 16)));
+      }
+    }
     if (mask) {
 #pragma unroll
       for (int i = 0; i < BN / 8; ++i)
@@ -382,13 +401,24 @@ struct Attention {
       float x = mx[h][0];
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
       x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-      mn[h] = kFirst ? x * P::scale_log2 : fmaxf(m[h], x * P::scale_log2);
-      corr[h] = kFirst ? 1.f : ptx::ex2(m[h] - mn[h]);
-      m[h] = mn[h];
+      if constexpr (P::masked) {
+        // The max of a row whose keys are all -inf so far is -inf: subtract 0 instead (P = 0, corr = 0).
+        const float top = kFirst ? x : fmaxf(m[h], x);
+        mn[h] = top == kNegInf ? 0.f : top;
+        corr[h] = kFirst ? 1.f : ptx::ex2((m[h] - mn[h]) * kLog2e);
+        m[h] = top;
+      } else {
+        mn[h] = kFirst ? x * P::scale_log2 : fmaxf(m[h], x * P::scale_log2);
+        corr[h] = kFirst ? 1.f : ptx::ex2(m[h] - mn[h]);
+        m[h] = mn[h];
+      }
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) {
-      s[i] = ptx::ex2(fmaf(s[i], P::scale_log2, -mn[(i >> 1) & 1]));
+      if constexpr (P::masked)
+        s[i] = ptx::ex2((s[i] - mn[(i >> 1) & 1]) * kLog2e);
+      else
+        s[i] = ptx::ex2(fmaf(s[i], P::scale_log2, -mn[(i >> 1) & 1]));
       sum[(i >> 1) & 1][(i >> 2) % kChains] += s[i];
     }
 #pragma unroll
@@ -478,6 +508,51 @@ struct Attention {
     if (c.lane == 0) arrive(c.sem(kEmptyV + s));
   }
 
+  // [Note: attention mask] this thread's two mask rows (row, row + 8; rows past Sq read the last one, never
+  // stored) of (b, h), and whether a column pair is one aligned 4-byte load.
+  struct MaskRows {
+    const unsigned short* r[2];
+    bool pairs;
+  };
+  static __device__ __forceinline__ MaskRows mask_rows(const Ctx& c, int row) {
+    MaskRows mr{{nullptr, nullptr}, false};
+    if constexpr (P::masked) {
+      const SlotDesc& sd = c.slot(c.src_slot(3));
+      const i32* idx = c.idx();
+      const long long bm = sd.dims[0] > 1 ? idx[kB] : 0, hm = sd.dims[1] > 1 ? idx[kH] : 0;
+      const unsigned short* base = reinterpret_cast<const unsigned short*>(sd.ptr);
+      for (int h = 0; h < 2; ++h) {
+        const long long r = sd.dims[2] > 1 ? min(row + 8 * h, sd.dims[2] - 1) : 0;
+        mr.r[h] = base + ((bm * sd.dims[1] + hm) * sd.dims[2] + r) * sd.dims[3];
+      }
+      mr.pairs = sd.dims[3] % 2 == 0 && (sd.ptr & 3) == 0;
+    }
+    return mr;
+  }
+  // The mask entries of block j0's S fragment: mk[2 i + h] = columns j, j + 1 (j = j0 + 8 i + 2 (lane % 4))
+  // of row half h as bf16 pairs; 0 past kv_end (those columns are masked to -inf anyway).
+  template <int BN>
+  static __device__ __forceinline__ void load_mask(u32 (&mk)[BN / 4], const MaskRows& mr, int j0, int kv_end, int lane) {
+    if constexpr (P::masked) {
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int j = j0 + 8 * i + 2 * (lane & 3);
+          u32 v = 0;
+          if (j < kv_end) {
+            if (mr.pairs) {
+              v = *reinterpret_cast<const u32*>(mr.r[h] + j);
+            } else {
+              v = mr.r[h][j];
+              if (j + 1 < kv_end) v |= static_cast<u32>(mr.r[h][j + 1]) << 16;
+            }
+          }
+          mk[2 * i + h] = v;
+        }
+    }
+  }
+
   template <int D>
   static __device__ void compute_d(Ctx& c) {
     using G = Geo<D>;
@@ -490,9 +565,14 @@ struct Attention {
     const u32 q = ptx::smem_addr(c.page(0)) + wg * kBoxBytes;
 
     float o[D / 2], s[BN / 2], m[2], l[2], corr[2];
-    u32 p[BN / 4];
+    u32 p[BN / 4], mk[BN / 4];  // mk: unused unless masked
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    const MaskRows mr = mask_rows(c, row);
+    if constexpr (P::masked) {
+      if (!wait_late_inputs(c)) return;
+    }
+    load_mask<BN>(mk, mr, 0, kv_end, c.lane);
 
     if (!mma_wait(c, c.sem(kQFull), 0, kQFull)) return;
     if (wg == 1) pass_turn(c, wg);  // warpgroup 0 issues first
@@ -507,7 +587,7 @@ struct Attention {
     ptx::wgmma_wait<0>();
     fence_all(s);
     release_k(c, 0);
-    softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane);
+    softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane, mk);
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
 
@@ -516,6 +596,7 @@ struct Attention {
     laps.start(c);
     for (int kb = 1; kb < nb; ++kb) {
       const int sk = kb % G::kStages, sv = (kb - 1) % G::kStages;
+      load_mask<BN>(mk, mr, kb * BN, kv_end, c.lane);
       if (!mma_wait(c, c.sem(kFullK + sk), static_cast<u32>((kb / G::kStages) & 1), kFullK + sk) ||
           !mma_wait(c, c.sem(kFullV + sv), static_cast<u32>(((kb - 1) / G::kStages) & 1), kFullV + sv))
         return;
@@ -542,7 +623,8 @@ struct Attention {
       fence_all(s);
       laps.lap(Laps::kSWait);
       release_k(c, sk);
-      softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane);
+      softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane,
+                         mk);
       end_softmax_block(l);
       laps.lap(Laps::kSoftmax);
       ptx::wgmma_wait<0>();
@@ -580,7 +662,7 @@ struct Attention {
     for (int h = 0; h < 2; ++h) {
       l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
       l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-      inv[h] = 1.f / l[h];
+      inv[h] = P::masked && l[h] == 0.f ? 0.f : 1.f / l[h];  // masked: a row with no key left is 0
     }
     unsigned char* out = c.page(0) + wg * kBoxBytes;
     const int r0 = 16 * (c.warp & 3) + (c.lane >> 2);

@@ -1,4 +1,6 @@
-// CPU reference semantics of Attention (docs/itypes.md): plain fp32 softmax with max subtraction.
+// CPU reference semantics of Attention (docs/itypes.md): plain fp32 softmax with max subtraction; a masked
+// Attention adds its mask's entry to each scaled score, and a row with every key at -inf is 0 (as
+// PyTorch's _safe_softmax).
 #include "itypes/attention.h"
 
 #include <algorithm>
@@ -23,19 +25,30 @@ void Attention::execute(const Instruction& in, ExecContext& ctx) const {
   const std::vector<float> q = ctx.load(in.src_slot(0), rows(kBshdQ, h, s0, s0 + q_rows));
   const std::vector<float> k = kv_end > 0 ? ctx.load(in.src_slot(1), rows(kBshdK, hk, 0, kv_end)) : std::vector<float>{};
   const std::vector<float> v = kv_end > 0 ? ctx.load(in.src_slot(2), rows(kBshdV, hk, 0, kv_end)) : std::vector<float>{};
-  const float scale = static_cast<float>(scale_);
+  // The mask (Bm, Hm, Sqm, Sk): a dim of extent 1 is broadcast ([Note: attention mask]).
+  std::vector<float> mask;
+  Coord4 mb{};
+  if (masked_ && kv_end > 0) {
+    mb = ctx.meta(in.src_slot(3)).padded();
+    const int64_t bm = mb[0] > 1 ? b : 0, hm = mb[1] > 1 ? h : 0;
+    const int64_t lo = mb[2] > 1 ? s0 : 0, hi = mb[2] > 1 ? s0 + q_rows : 1;
+    mask = ctx.load(in.src_slot(3), Box{{bm, hm, lo, 0}, {bm + 1, hm + 1, hi, kv_end}});
+  }
+  const float scale = static_cast<float>(scale_), inf = std::numeric_limits<float>::infinity();
   std::vector<float> o(q_rows * D, 0.f), p(kv_end);
   for (int64_t r = 0; r < q_rows; ++r) {
     const int64_t i = s0 + r;
     // Top-left aligned causal mask: query i sees keys 0..i.
     const int64_t n = causal_ ? std::min(kv_end, i + 1) : kv_end;
-    float mx = -std::numeric_limits<float>::infinity();
+    const float* mrow = mask.empty() ? nullptr : mask.data() + (mb[2] > 1 ? r : 0) * kv_end;
+    float mx = -inf;
     for (int64_t j = 0; j < n; ++j) {
       float s = 0.f;
       for (int64_t c = 0; c < D; ++c) s += q[r * D + c] * k[j * D + c];
-      p[j] = s * scale;
+      p[j] = s * scale + (mrow ? mrow[j] : 0.f);
       mx = std::max(mx, p[j]);
     }
+    if (masked_ && mx == -inf) continue;  // every key masked: a row of zeros
     float sum = 0.f;
     for (int64_t j = 0; j < n; ++j) sum += p[j] = std::exp(p[j] - mx);
     for (int64_t j = 0; j < n; ++j) {

@@ -1,0 +1,60 @@
+"""Attention's additive mask (src/itypes/attention.h, [Note: attention mask]) on the CPU interpreter: float and
+boolean SDPA masks of head dims 64 / 128 run as one Attention instruction type with the mask as input 3, read in
+place through its broadcast dims (no (B, H, Sq, Sk) copy); the fp32 softmax of the reference matches
+PyTorch's, rows wholly at -inf give 0 and rows wholly at bf16's lowest value average V."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import megakittens
+import megakittens.backend as mk_backend
+from common import BF16, rel_err
+from test_gpu_attention import MASK_CASES, _mask, masked_reference
+
+
+def _kinds():
+    return [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+
+
+@pytest.mark.parametrize("case", list(MASK_CASES))
+def test_masked_attention_matches_fp32(case):
+    B, H, Hk, Sq, Sk, D, ms, kind, _ = MASK_CASES[case]
+    Sq, Sk = min(Sq, 256), min(Sk, 256) + (Sk % 2)  # smaller, the same kinds of rows (odd Sk stays odd)
+    ms = tuple(min(d, 256) + (d % 2 if i == 3 else 0) for i, d in enumerate(ms))
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(s, generator=g).to(BF16) for s in ((B, H, Sq, D), (B, Hk, Sk, D), (B, Hk, Sk, D)))
+    m = _mask(kind, ms, g)
+    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=H != Hk)  # noqa: E731
+    out = megakittens.compile(fn)(q, k, v, m)
+    assert sum(x.startswith("Attention") and "mask=add" in x for x in _kinds()) == 1, _kinds()
+    assert not any(x.startswith(("Copy", "Gemm", "Softmax")) for x in _kinds()), _kinds()  # read in place
+    ref = masked_reference(q, k, v, m, 1.0 / D ** 0.5)
+    assert not out.isnan().any() and rel_err(out.float(), ref) <= 1e-2, rel_err(out.float(), ref)
+    if kind == "inf_rows":
+        assert out[..., 5, :].abs().max() == 0
+    if kind == "hf_min":  # the wholly masked rows: the mean of V over the keys
+        want = v.float().repeat_interleave(H // Hk, 1).mean(-2, keepdim=True).expand(-1, -1, 40, -1)
+        assert rel_err(out[..., :40, :].float(), want) <= 1e-2
+
+
+def test_a_models_layers_share_one_converted_mask():
+    """A boolean mask read by several SDPA calls (a model's layers) is converted to Attention's additive bf16
+    mask once."""
+    q = torch.randn(2, 4, 96, 64).to(BF16)
+    am = torch.ones(2, 96, dtype=torch.long)
+    am[0, 80:] = 0
+
+    def fn(q, am):
+        m = am.bool()[:, None, None, :]
+        x = q
+        for _ in range(3):
+            x = F.scaled_dot_product_attention(x, q, q, attn_mask=m)
+        return x
+    out = megakittens.compile(fn)(q, am)
+    ref = fn(q.float(), am)
+    assert rel_err(out.float(), ref) <= 1e-2
+    kinds = _kinds()
+    assert sum(x.startswith("Attention") for x in kinds) == 3, kinds
+    assert sum(x.startswith("Elementwise") for x in kinds) <= 2, "\n".join(kinds)  # the mask conversion, once
