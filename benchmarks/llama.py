@@ -2,7 +2,8 @@
 at the Llama-3.2-1B shape (16 layers, seq 1024) and the Llama-3-8B shape (4 layers, seq 2048):
 megakittens (cold compile with an empty JIT cache, warm compile from the disk cache, latency) against eager
 and torch.compile in the same run (its cold and warm compile too, in a fresh Inductor / Triton cache); MK_LLAMA_CASES picks the cases ("hf:1b,example:8b", ...; examples/llama.py
-includes the lm_head). MK_TC_MODE picks torch.compile's mode ("max-autotune-no-cudagraphs"
+includes the lm_head; "hfmask:1b" calls the HF model with an all-ones attention_mask, as a tokenizer's output
+does: Attention with is_causal and the padding mask). MK_TC_MODE picks torch.compile's mode ("max-autotune-no-cudagraphs"
 by default; "none" skips it, e.g. to save device time)."""
 from __future__ import annotations
 
@@ -73,12 +74,15 @@ def suite_llama(env):
     for spec in os.environ.get("MK_LLAMA_CASES", "hf:1b,hf:8b,example:1b,example:8b").split(","):
         kind, name = spec.split(":")
         hidden, layers, _, _, _, seq = SHAPES[name]
-        if kind == "hf":
+        if kind in ("hf", "hfmask"):
             model, ids = _model(name)
             case = f"HF LlamaModel {name} shape ({layers} layers, seq {seq})"
+            am = torch.ones_like(ids) if kind == "hfmask" else None
+            if am is not None:
+                case += ", attention_mask passed"
 
-            def fwd(i, model=model):
-                return model(input_ids=i, use_cache=False).last_hidden_state
+            def fwd(i, model=model, am=am):
+                return model(input_ids=i, attention_mask=am, use_cache=False).last_hidden_state
         else:
             model, ids = _example_model(name)
             fwd = model

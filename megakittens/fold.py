@@ -118,17 +118,22 @@ def _drop_causal_masks(gm: torch.fx.GraphModule, env: dict) -> int:
         qv, kv = (n.meta.get("val") for n in (q, k))
         if qv is None or kv is None or not _is_causal_cached(checked, env[mask], qv.shape[-2], kv.shape[-2]):
             continue
-        names = [a.name for a in node.target._schema.arguments]
-        args, kwargs = list(node.args), dict(node.kwargs)
-        for key, value in ((name, None), ("is_causal", True)):
-            pos = names.index(key)
-            if pos < len(args):
-                args[pos] = value
-            else:
-                kwargs[key] = value
-        node.args, node.kwargs = tuple(args), kwargs
+        set_sdpa_arg(node, name, None)
+        set_sdpa_arg(node, "is_causal", True)
         count += 1
     return count
+
+
+def set_sdpa_arg(node: torch.fx.Node, name: str, value) -> None:
+    """Set argument ``name`` of an OpOverload call ``node`` where its schema puts it (positional or keyword)."""
+    names = [a.name for a in node.target._schema.arguments]
+    args, kwargs = list(node.args), dict(node.kwargs)
+    pos = names.index(name)
+    if pos < len(args):
+        args[pos] = value
+    else:
+        kwargs[name] = value
+    node.args, node.kwargs = tuple(args), kwargs
 
 
 def _empty_operand(node, out: torch.Tensor) -> bool:

@@ -1,16 +1,19 @@
-"""FX passes: SDPA calls the Attention instruction type cannot take, rewritten as the math they compute.
+"""FX passes: SDPA masks as Attention's, and the SDPA calls the Attention instruction type cannot take rewritten
+as the math they compute.
 
 Attention (flash-style, no score matrix in memory) takes head dims 64 and 128, value's head dim equal to
-query's, and no mask but the causal one (``fold.fold_constants`` turns a constant causal mask into
-``is_causal``). ``decompose_unsupported_sdpa`` (the aten graph, after ``fold.fold_constants``) rewrites any
+query's, the causal flag (``fold.fold_constants`` turns a constant causal mask into ``is_causal``) and an
+additive bf16 mask of shape (B|1, H|1, Sq|1, Sk) (src/itypes/attention.h). ``decompose_unsupported_sdpa`` (the
+aten graph, after ``fold.fold_constants``) first gives such SDPA calls that mask (``_attention_mask``: a float
+mask cast to bf16, a boolean one as 0 / -inf, a constant causal factor as ``is_causal``), then rewrites any
 other SDPA without dropout and with 4-D operands (GQA included) as ``softmax(q @ k^T * scale + mask) @ v``:
 two batched Gemms over the score matrix (B x H x Sq x Sk in memory) and the softmax of ``decompose.py`` (fp32,
 rounded once), the mask added in fp32 (rows with no key left give 0, as ``_safe_softmax``), keys padded
 with zeros to a multiple of 8 and masked (the Gemms' TMA rows are 16-byte multiples). PyTorch's math
 backend computes the same (``_scaled_dot_product_attention_math``; like it on CUDA, the scores are rounded
 once to bf16 by their Gemm, so logits of magnitude ~20 and more lose accuracy). It costs what the score matrix costs,
-so it warns (``MathAttentionWarning``); it is what makes masks (a tokenizer's padding, T5's position bias),
-head dims such as 80, 96 or 256, and Dv != Dq run at all.
+so it warns (``MathAttentionWarning``); it is what makes head dims such as 80, 96 or 256, and Dv != Dq run
+at all.
 
 Left alone (the tracer's error names them): dropout, operands that are not 4-D, key / value heads that do
 not divide the query heads, a boolean mask built by other ops than graph inputs, casts, comparisons with a
@@ -365,10 +368,15 @@ def _attention_mask(node: torch.fx.Node, mask: torch.fx.Node, qv: torch.Tensor, 
     aten = torch.ops.aten
     conv.before = node
     add, kind = _mask_as(mask, conv)
+    B, H, Sq, Sk = qv.shape[0], qv.shape[1], qv.shape[2], kv.shape[2]
+    causal = None
+    if add is not None and kind != "additive" and not _bound_args(node).get("is_causal"):
+        causal = _causal_factor(conv.gm, add, kind, Sq, Sk)
+        if causal is not None:
+            add, kind = causal
     mv = add.meta.get("val") if add is not None else None
     if not isinstance(mv, torch.Tensor) or mv.dim() > 4:
         return False
-    B, H, Sq, Sk = qv.shape[0], qv.shape[1], qv.shape[2], kv.shape[2]
     shape4 = (1,) * (4 - mv.dim()) + tuple(mv.shape)
     if any(d not in (1, want) for d, want in zip(shape4, (B, H, Sq, Sk))) or shape4[3] != Sk:
         return False
@@ -387,7 +395,36 @@ def _attention_mask(node: torch.fx.Node, mask: torch.fx.Node, qv: torch.Tensor, 
             add = conv._emit(aten.view.default, (add, list(shape4)))
         done[key] = add
     node.replace_input_with(mask, add)
+    if causal is not None:
+        fold.set_sdpa_arg(node, "is_causal", True)
     return True
+
+
+def _causal_factor(gm: torch.fx.GraphModule, f: torch.fx.Node, kind: str, sq: int, sk: int):
+    """(x, "keep") when the 0 / 1 mask ``f`` (``kind`` "keep" or "drop", as ``_mask_as`` gives) keeps key j of
+    query i only where j <= i and x does: the product of SDPA's causal mask (a constant, top-left aligned) and
+    x, as Hugging Face builds a padding mask (and_masks(causal, padding)). Attention then takes is_causal and
+    the mask x, so the blocks past the diagonal are skipped as without a mask. None otherwise."""
+    aten = torch.ops.aten
+
+    def call(n, target):
+        return isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target is target
+
+    if kind == "drop":  # 1 - keep (PyTorch's float form of a boolean mask: masked_fill(~m, -inf))
+        if not (call(f, aten.rsub.Scalar) and f.args[1] == 1.0):
+            return None
+        f = f.args[0]
+    while call(f, aten.expand.default):
+        f = f.args[0]
+    if not call(f, aten.mul.Tensor):
+        return None
+    for c, x in (f.args, f.args[::-1]):
+        value = getattr(gm, str(c.target), None) if isinstance(c, torch.fx.Node) and c.op == "get_attr" else None
+        if isinstance(value, torch.Tensor) and value.dtype.is_floating_point and value.dim() >= 2 and \
+                tuple(value.shape[-2:]) == (sq, sk) and isinstance(x, torch.fx.Node) and \
+                bool((value == torch.ones(sq, sk, device=value.device).tril()).all()):
+            return x, "keep"
+    return None
 
 
 def decompose_unsupported_sdpa(gm: torch.fx.GraphModule, math_ok: bool = True) -> int:

@@ -58,3 +58,27 @@ def test_a_models_layers_share_one_converted_mask():
     kinds = _kinds()
     assert sum(x.startswith("Attention") for x in kinds) == 3, kinds
     assert sum(x.startswith("Elementwise") for x in kinds) <= 2, "\n".join(kinds)  # the mask conversion, once
+
+
+@pytest.mark.parametrize("left_pad", [0, 9])
+def test_causal_and_padding_mask_becomes_is_causal_plus_the_padding(left_pad):
+    """causal & padding (Hugging Face's and_masks): the causal factor is a constant, so Attention takes
+    is_causal (blocks past the diagonal skipped) and only the (B, 1, 1, Sk) padding as its mask. Left padding
+    leaves the first rows of a sequence with no key: rows of zeros, as SDPA's math."""
+    q, k, v = (torch.randn(2, 4, 200, 64).to(BF16) for _ in range(3))
+    am = torch.ones(2, 200, dtype=torch.long)
+    am[1, :left_pad] = 0
+    am[0, 190:] = 0
+
+    def fn(q, k, v, am):
+        s = q.shape[2]
+        causal = torch.arange(s)[:, None] >= torch.arange(s)[None, :]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal[None, None] & am.bool()[:, None, None, :])
+    out = megakittens.compile(fn)(q, k, v, am)
+    kinds = _kinds()
+    assert sum(x.startswith("Attention(causal=1") and "mask=add" in x for x in kinds) == 1, kinds
+    keep = torch.ones(2, 200, dtype=torch.bool)
+    keep[1, :left_pad] = False  # rows with no key: 0 here; PyTorch's CPU kernel gives NaN or 0 by backend
+    ref = fn(q.double(), k.double(), v.double(), am).to(BF16)
+    assert rel_err(out.transpose(1, 2)[keep].float(), ref.transpose(1, 2)[keep].float()) <= 1e-2
+    assert out.transpose(1, 2)[~keep].abs().sum() == 0

@@ -230,13 +230,15 @@ def test_constant_causal_mask_becomes_is_causal(mask_kind):
     assert [t for t in _itypes() if t.startswith("Attention")] == ["Attention(causal=1,scale=0.125)"]
 
 
-def test_other_constant_masks_run_as_the_score_matrix_math():
-    """A constant mask that is not the causal one (a sliding window) has no Attention form: the SDPA runs as
-    two Gemms around a softmax (megakittens/sdpa_math.py), with a warning saying so."""
+def test_other_constant_masks_run_as_attentions_mask():
+    """A constant mask that is not the causal one (a sliding window) is not is_causal: Attention takes it as
+    its additive mask (a constant, megakittens/sdpa_math.py), with no score matrix and no warning."""
+    import warnings
     q, k, v = (randn(1, 2, 128, 64) for _ in range(3))
-    with pytest.warns(UserWarning, match=r"SDPA call\(s\) run as two Gemms.*a runtime mask"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
         _check(_sdpa_with_mask("window"), q, k, v)
-    assert not any(t.startswith("Attention") for t in _itypes())
+    assert [t for t in _itypes() if t.startswith("Attention")] == ["Attention(causal=0,scale=0.125,mask=add)"]
 
 
 def test_is_causal_mask():

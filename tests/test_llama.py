@@ -193,9 +193,10 @@ def test_hf_llama_model_default_call_returns_the_kv_cache():
 @pytest.mark.parametrize("padding", [0, 5])
 def test_hf_llama_model_with_a_tokenizer_attention_mask(padding):
     """The attention_mask a tokenizer returns (all ones, or left padding): HF combines it with the causal mask
-    by indexing (aranges: a slice, megakittens/fold.py) and boolean ops, then hands SDPA where(mask, 0, -inf).
-    The mask's ops run as floats and the attention as the score-matrix math (megakittens/sdpa_math.py, with a
-    MathAttentionWarning); the repeat_kv copies of GQA are read by groups. Matches eager on the kept rows."""
+    by indexing (aranges: a slice, megakittens/fold.py) and boolean ops, then hands SDPA the boolean mask.
+    The causal factor is a constant: Attention takes is_causal and the padding as its additive mask
+    (megakittens/sdpa_math.py), no score matrix, no MathAttentionWarning. Matches eager on the kept rows."""
+    import warnings
     model = _hf_model("LlamaModel", layers=2)
     ids = torch.randint(0, 512, (2, 32))
     mask = torch.ones(2, 32, dtype=torch.long)
@@ -203,10 +204,12 @@ def test_hf_llama_model_with_a_tokenizer_attention_mask(padding):
     fwd = lambda ids, mask: model(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # noqa: E731
     with torch.no_grad():
         h_ref = fwd(ids, mask)
-        with pytest.warns(UserWarning, match=r"SDPA call\(s\) run as two Gemms.*a runtime mask"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", megakittens.MathAttentionWarning)
             h = megakittens.compile(fwd)(ids, mask)
     kinds = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
-    assert not any(k.startswith("Attention") for k in kinds), kinds
+    assert sum(k.startswith("Attention(causal=1") and "mask=add" in k for k in kinds) == 2, kinds
+    assert not any(k.startswith("Softmax") for k in kinds), kinds
     keep = mask.bool()
     assert not torch.isnan(h[keep]).any()
     err = rel_err(h[keep], h_ref[keep])
