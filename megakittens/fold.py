@@ -183,7 +183,7 @@ def _index_as_slices(x: torch.Tensor, idx: list) -> "tuple[list, list] | None":
     if len(idx) == 1:
         flat = idx[0].flatten()
         a, n = int(flat[0]), flat.numel()
-        if a < 0 or a + n > x.shape[0] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype)):
+        if a < 0 or a + n > x.shape[0] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype, device=flat.device)):
             return None
         return [(a, n)], list(idx[0].shape) + list(x.shape[1:])
     try:
@@ -198,7 +198,7 @@ def _index_as_slices(x: torch.Tensor, idx: list) -> "tuple[list, list] | None":
             return None
         flat = i.flatten()
         a, n = int(flat[0]), flat.numel()
-        if a < 0 or a + n > x.shape[d] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype)):
+        if a < 0 or a + n > x.shape[d] or not torch.equal(flat, torch.arange(a, a + n, dtype=flat.dtype, device=flat.device)):
             return None
         last = dims[0] if dims else last
         ranges.append((a, n))

@@ -318,8 +318,7 @@ def _mask_as(mask: torch.fx.Node, conv: _BoolAsFloat) -> "tuple[Optional[torch.f
     if not mv.dtype.is_floating_point:
         return None, ""
     aten = torch.ops.aten
-    while mask.op == "call_function" and mask.target in (aten.clone.default, aten.alias.default):
-        mask = mask.args[0]  # the same values (T5 clones its where)
+    mask = _mask_values(mask)
     if mask.op == "call_function" and mask.target is aten.masked_fill.Scalar and len(mask.args) == 3 and \
             mask.args[2] == -math.inf and isinstance(mask.args[0], torch.fx.Node) and \
             mask.args[0].op == "call_function" and mask.args[0].target in (aten.zeros_like.default, aten.zeros.default):
@@ -340,6 +339,36 @@ def _mask_as(mask: torch.fx.Node, conv: _BoolAsFloat) -> "tuple[Optional[torch.f
             drop = conv._emit(aten.mul.Tensor, (conv._as_f32(y), conv._emit(aten.rsub.Scalar, (f, 1.0))))
             return conv._emit(aten.add.Tensor, (keep, drop)), "additive"
     return mask, "additive"
+
+
+def _mask_values(mask: torch.fx.Node) -> torch.fx.Node:
+    """The node whose values ``mask`` broadcasts: through clones and aliases (T5 clones its where), expands
+    (PyTorch's CUDA SDPA expands a mask to (B, H, Sq, Sk)) and a pad of the last dim sliced back off (its
+    memory-efficient kernel's 16-element alignment of the bias rows). Both consumers of the result (Attention's
+    mask, the math's add) broadcast it themselves."""
+    aten = torch.ops.aten
+
+    def arg0(n):
+        return n.args[0] if n.args and isinstance(n.args[0], torch.fx.Node) else None
+
+    while mask.op == "call_function":
+        x = arg0(mask)
+        if x is None:
+            break
+        if mask.target in (aten.clone.default, aten.alias.default, aten.expand.default):
+            mask = x
+        elif mask.target is aten.slice.Tensor and x.op == "call_function" and \
+                x.target is aten.constant_pad_nd.default and isinstance(arg0(x), torch.fx.Node):
+            y, pad = arg0(x), list(x.args[1])
+            dim, start, end = (list(mask.args[1:]) + [0, 0, None])[:3]
+            n = y.meta["val"].shape[-1]
+            if len(pad) != 2 or pad[0] != 0 or dim not in (-1, y.meta["val"].dim() - 1) or start != 0 or \
+                    end is None or min(end, n + pad[1]) != n:
+                break
+            mask = y
+        else:
+            break
+    return mask
 
 
 def _scalar(gm: torch.fx.GraphModule, n) -> Optional[float]:

@@ -51,8 +51,8 @@ def test_sdpa_math_on_the_gpu(case):
     compiled = _compile_no_fallback(fn)
     out = compiled(*args)
     assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
-    ref64 = fn(*[a.double() for a in args])
-    assert rel_err(out, ref64) <= 1e-2, rel_err(out, ref64)
+    ref64 = fn(*[a.double().cpu() for a in args])  # on the CPU: CUDA's SDPA refuses a mask with is_causal
+    assert rel_err(out.cpu(), ref64) <= 1e-2, rel_err(out.cpu(), ref64)
     assert any(n.itype.startswith("Attention") for n in mk_backend.dispatchers[-1].program.nodes) == attention
     n, names = _megakernel_launches(compiled, *args)
     assert n == 1, names

@@ -219,7 +219,7 @@ __device__ __forceinline__ void worker_loop(Ctx& c) {
     V::visit(c.icode(), f);
     if (c.aborted) break;
     __syncwarp();
-    if (c.lane == 0 && !c.finished_early) arrive(&sh.inst_finished[s]);
+    if ((MK_LANES_ARRIVE || c.lane == 0) && !c.finished_early) arrive(&sh.inst_finished[s]);
   }
 }
 
@@ -263,7 +263,7 @@ __device__ __forceinline__ void run_vm(const Globals& g) {
     if (timed) sh.t_entry = ptx::globaltimer();
     for (int s = 0; s < 2; ++s) {
       cuda::ptx::mbarrier_init(&sh.inst_arrived[s], kClusterSize);
-      cuda::ptx::mbarrier_init(&sh.inst_finished[s], kWorkerWarps);
+      cuda::ptx::mbarrier_init(&sh.inst_finished[s], kWorkerWarps * kFinishArrivals);
       cuda::ptx::mbarrier_init(&sh.claim_arrived[s], 1);
       sh.stages[s].num_sems = 0;
       sh.stages[s].index = -1;

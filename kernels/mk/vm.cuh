@@ -491,6 +491,17 @@ __device__ __forceinline__ bool wait_reuse(Ctx& c) {
   return wait_global(c, c.num_src_input(), c.num_src_reuse(), 2);
 }
 
+// [Note: lanes arrive] A worker warp's lanes read the stage and the words; lane 0 alone arrives on
+// inst_finished after a __syncwarp, which orders the other lanes' reads before it (PTX ISA, bar.warp.sync:
+// "guarantees memory ordering among threads participating in barrier"), so the controller's rewrite of the
+// stage is safe. compute-sanitizer racecheck does not follow that edge and reports the rewrite as a race
+// once a CTA runs more instructions than there are stages and word slots. MK_LANES_ARRIVE=1 makes every
+// lane arrive (inst_finished counts 32 per worker warp): the edge racecheck follows, for sanitizer runs.
+#ifndef MK_LANES_ARRIVE
+#define MK_LANES_ARRIVE 0
+#endif
+constexpr u32 kFinishArrivals = MK_LANES_ARRIVE ? 32u : 1u;  // per worker warp
+
 // Storer, whole warp: hand the stage back to the controller (it may refill it with the instruction two
 // iterations on at once). After this only registers may describe the instruction: the returned dst
 // barrier ids (lanes < n), page ids read before.
@@ -502,7 +513,7 @@ __device__ __forceinline__ DstBarriers hand_back(Ctx& c) {
   const DstBarriers b{n, c.lane < n ? c.inst()[kWDstBarriers + c.lane] : 0};
   __syncwarp();
   mark(c, kEvHandBack);
-  if (c.lane == 0) arrive(&c.sh->inst_finished[c.iter & 1]);
+  if (MK_LANES_ARRIVE || c.lane == 0) arrive(&c.sh->inst_finished[c.iter & 1]);  // [Note: lanes arrive]
   c.finished_early = true;
   return b;
 }
