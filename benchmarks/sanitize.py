@@ -15,10 +15,16 @@ WANTED = set(sys.argv[1:])
 # Every IType of issue 3: Noop (the per-SM table's padding), ElementwiseUnary, ElementwiseBinary (add_1024: a
 # lone add), ElementwiseFused (binary_all fuses: TMA path; fused_bcast: plain loads), RMSNorm (generic rows:
 # rms_odd_cols; bulk rows: rms_4096_ragged).
-for case in ["relu_ragged", "add_1024", "binary_all_ragged", "fused_bcast", "rms_odd_cols", "rms_4096_ragged"]:
+# The same ITypes with several waves of instructions per CTA, so that every CTA reuses its stages and word
+# slots (the hazards of the stage rewrite only show then: kernels/mk/vm.cuh [Note: lanes arrive]).
+WAVES = {"relu_waves": (CASES["relu_ragged"][0], [(32768, 1000)]),
+         "add_waves": (CASES["add_1024"][0], [(8192, 2048), (8192, 2048)]),
+         "rms_waves": (CASES["rms_2048"][0], [(10240, 2048), (2048,)])}
+for case in ["relu_ragged", "add_1024", "binary_all_ragged", "fused_bcast", "rms_odd_cols", "rms_4096_ragged",
+             *WAVES]:
     if WANTED and case not in WANTED:
         continue
-    fn, shapes = CASES[case]
+    fn, shapes = WAVES[case] if case in WAVES else CASES[case]
     p = program_for(fn, shapes, num_sms=gpu.num_ctas(1), name=case)
     run_gpu(p, inputs_for(shapes, "cuda"), {"sync": True, "watchdog_s": 60.0})
     print("ok", case, flush=True)
