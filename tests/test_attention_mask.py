@@ -82,3 +82,37 @@ def test_causal_and_padding_mask_becomes_is_causal_plus_the_padding(left_pad):
     ref = fn(q.double(), k.double(), v.double(), am).to(BF16)
     assert rel_err(out.transpose(1, 2)[keep].float(), ref.transpose(1, 2)[keep].float()) <= 1e-2
     assert out.transpose(1, 2)[~keep].abs().sum() == 0
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bert", "mistral_window"])
+def test_hf_models_with_a_padding_mask_run_attention_with_its_mask(family):
+    """Hugging Face models called with a left-padded attention_mask: GPT-2 (causal: is_causal plus the
+    padding), BERT (bidirectional: the padding alone) and Mistral with a sliding window shorter than the
+    sequence (a full mask: causal, window and padding together). No score matrix; the kept rows match eager."""
+    transformers = pytest.importorskip("transformers")
+    T = transformers
+    cls, model_cls, kw = {
+        "gpt2": (T.GPT2Config, T.GPT2Model, dict(n_embd=256, n_layer=2, n_head=4)),
+        "bert": (T.BertConfig, T.BertModel, dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                                 intermediate_size=512)),
+        "mistral_window": (T.MistralConfig, T.MistralModel, dict(hidden_size=256, intermediate_size=512,
+                                                                 num_hidden_layers=2, num_attention_heads=4,
+                                                                 num_key_value_heads=2, sliding_window=16)),
+    }[family]
+    cfg = cls(vocab_size=300, **kw)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = model_cls(cfg).to(BF16).eval()
+    ids = torch.randint(3, 300, (2, 40))
+    am = torch.ones(2, 40, dtype=torch.long)
+    am[1, :7] = 0
+    extra = {"token_type_ids": torch.zeros_like(ids)} if family == "bert" else {}
+    fwd = lambda i, a: model(input_ids=i, attention_mask=a, **extra).last_hidden_state  # noqa: E731
+    with torch.no_grad():
+        out, ref = megakittens.compile(fwd)(ids, am), fwd(ids, am)
+    attention = [k for k in _kinds() if k.startswith(("Attention", "Softmax"))]
+    causal = family == "gpt2"
+    assert len(attention) == 2 and all(k.startswith(f"Attention(causal={int(causal)}") and "mask=add" in k
+                                       for k in attention), attention
+    keep = am.bool()
+    assert not out[keep].isnan().any() and rel_err(out[keep].float(), ref[keep].float()) <= 2e-2
