@@ -12,7 +12,11 @@ path), nanoGPT and many hand-written models compute attention as
 ``aten.scaled_dot_product_attention(q, k, v, attn_mask, scale=c)`` in O's place, so it runs as the Attention
 instruction (no score matrix in memory; ``fold.fold_constants`` turns a constant causal mask into
 ``is_causal``) or as ``sdpa_math`` for the rest. Hugging Face's ``repeat_kv`` in front of k and v is looked
-through (GQA). Inductor fuses the same family of patterns (torch/_inductor/fx_passes/fuse_attention.py).
+through (GQA), and so are scales on the operands (timm's ``q * scale``) and casts of them to fp32. That also
+takes in PyTorch's own math SDPA, which an SDPA call becomes wherever the dispatcher picks the math backend
+(``sdpa_kernel(SDPBackend.MATH)``, or inputs no fused kernel takes): q, k and v cast to fp32, q and k^T each
+scaled by sqrt(scale), the product P @ v in fp32 and cast back. Inductor fuses the same family of patterns
+(torch/_inductor/fx_passes/fuse_attention.py).
 
 It differs from the written-out chain only in rounding: SDPA keeps the scores in fp32 where the chain rounds
 q @ k^T to q's dtype before scaling and masking; a row whose every key is masked with -inf gives zeros
@@ -36,7 +40,8 @@ aten = torch.ops.aten
 
 
 def _only_user(n: torch.fx.Node) -> Optional[torch.fx.Node]:
-    users = list(n.users)
+    """The one reader of ``n`` that is not itself dead (PyTorch's math SDPA leaves an unread cast of P)."""
+    users = [u for u in n.users if u.users or u.op != "call_function" or u.is_impure()]
     return users[0] if len(users) == 1 else None
 
 
@@ -81,12 +86,19 @@ def _bmm_of(out) -> "Optional[tuple[torch.fx.Node, torch.fx.Node]]":
 
 def _scaled(gm: torch.fx.GraphModule, x) -> "tuple[torch.fx.Node, float] | None":
     """(s, c) when ``x`` is s * c or s / c (as s * (1 / c)) for a finite nonzero number c, else None."""
-    if not (call(x, aten.mul.Tensor, aten.div.Tensor) and len(x.args) == 2):
+    if not (call(x, aten.mul.Tensor, aten.div.Tensor, aten.mul.Scalar, aten.div.Scalar) and len(x.args) == 2):
         return None
     c = _scalar(gm, x.args[1])
     if c is None or c == 0.0 or not math.isfinite(c):
         return None
-    return x.args[0], c if x.target is aten.mul.Tensor else 1.0 / c
+    return x.args[0], c if x.target in (aten.mul.Tensor, aten.mul.Scalar) else 1.0 / c
+
+
+def _unscaled(gm: torch.fx.GraphModule, x) -> "tuple[torch.fx.Node, float]":
+    """(s, c) when ``x`` is an operand s scaled by c before the product (timm's ``q * scale``; PyTorch's math
+    SDPA scales q and k^T by sqrt(scale) each), else (x, 1)."""
+    sc = _scaled(gm, x)
+    return sc if sc is not None else (x, 1.0)
 
 
 def _number(gm: torch.fx.GraphModule, n) -> Optional[float]:
@@ -98,13 +110,19 @@ def _number(gm: torch.fx.GraphModule, n) -> Optional[float]:
 
 
 def _uncast(n):
-    """x when ``n`` is a bf16 / fp16 x cast to fp32 (GPT-J multiplies q and k in fp32: the products of
-    16-bit values accumulated in fp32, as SDPA's kernels do), else ``n``."""
+    """x when ``n`` is a bf16 / fp16 x cast to fp32 (GPT-J multiplies q and k in fp32, PyTorch's math SDPA all
+    three operands: the products of 16-bit values accumulated in fp32, as SDPA's kernels do), else ``n``."""
     if call(n, aten._to_copy.default) and set(n.kwargs) == {"dtype"} and n.kwargs["dtype"] == torch.float32:
         xv = val(n.args[0])
         if xv is not None and xv.dtype in (torch.bfloat16, torch.float16):
             return n.args[0]
     return n
+
+
+def _source(n):
+    """The 16-bit tensor an operand reads: ``n`` less a cast to fp32 and Hugging Face's ``repeat_kv``, in either
+    order (the math SDPA repeats the cast k and v for GQA)."""
+    return _uncast(_unrepeat_kv(_uncast(n)))
 
 
 def _big_negative(v, dtype: torch.dtype) -> bool:
@@ -130,16 +148,20 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
     """The attention chain that starts at the q @ k^T node ``s`` (module doc), walked forward through the
     only reader of each step; None where it is not one."""
     qk = _bmm_of(s)
-    k = _untransposed(qk[1]) if qk else None
+    if qk is None:
+        return None
+    (q, cq), (kt, ck) = _unscaled(gm, qk[0]), _unscaled(gm, qk[1])
+    k = _untransposed(kt)
     if k is None:
         return None
-    q, k = _uncast(qk[0]), _uncast(k)
+    k, ck2 = _unscaled(gm, k)
+    q, k = _source(q), _source(k)
     qv, kv = val(q), val(k)
     if qv is None or kv is None or kv.dim() != 4 or qv.dtype != kv.dtype or \
             qv.dtype not in (torch.bfloat16, torch.float16):
         return None
     B, H, sq, sk = val(s).shape
-    x, scale, masks = s, 1.0, []
+    x, scale, masks = s, cq * ck * ck2, []
     while True:  # scale, masks and casts up to the softmax
         u = _only_user(x)
         if u is None:
@@ -174,8 +196,15 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
     pv = _bmm_of(out) if out is not None else None
     if pv is None or pv[0] is not x:
         return None
-    v = pv[1]
+    v = _source(pv[1])
     vv, ov = val(v), val(out)
+    if vv is not None and ov is not None and ov.dtype == torch.float32 and val(pv[1]).dtype == torch.float32 and \
+            vv.dtype == qv.dtype:  # P @ v in fp32 (the math SDPA), then cast back: the cast is the output
+        out = _only_user(out)
+        if not (call(out, aten._to_copy.default) and set(out.kwargs) == {"dtype"} and
+                out.kwargs["dtype"] == qv.dtype):
+            return None
+        ov = val(out)
     if vv is None or vv.dtype != qv.dtype or ov.dtype != qv.dtype:
         return None
     for step in masks:
@@ -184,7 +213,7 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
                 or (step[0] != "add") != (mv.dtype == torch.bool) or (mv.dtype.is_floating_point and
                                                                         mv.dtype not in (qv.dtype, torch.float32)):
             return None
-    return _Match(q, _unrepeat_kv(k), _unrepeat_kv(v), masks, scale, out)
+    return _Match(q, k, v, masks, scale, out)
 
 
 def _mask(gm: torch.fx.GraphModule, m: _Match):

@@ -126,6 +126,39 @@ def test_where_with_the_dtype_min_and_a_runtime_mask():
     assert _masked_attention(1) and not any(k.startswith("ElementwiseUnary(ops=where") for k in kinds()), kinds()
 
 
+@pytest.mark.parametrize("case", ["full", "scale", "causal", "mask", "gqa"])
+def test_pytorch_math_sdpa_runs_as_the_attention_instruction(case):
+    """PyTorch's math SDPA (the CUDA and CPU dispatch's last resort, and what ``sdpa_kernel(MATH)`` pins) casts
+    q, k and v to fp32, scales q and k^T by sqrt(scale) each, and multiplies in fp32: recognised as the SDPA it
+    came from, so it runs as one bf16 Attention instead of raising at its fp32 bmm."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, m = randn(2, 4, 72, 64), randn(2, 1, 72, 72)
+    k, v = (randn(2, 2 if case == "gqa" else 4, 72, 64) for _ in range(2))
+    args = {"full": {}, "scale": {"scale": 0.3}, "causal": {"is_causal": True}, "mask": {"attn_mask": m},
+            "gqa": {"enable_gqa": True}}[case]
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **args)  # noqa: E731
+    with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
+        out, ref = megakittens.compile(fn)(q, k, v), fn(q, k, v)
+    ref32 = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                           **{**args, **({"attn_mask": m.float()} if case == "mask" else {})})
+    assert rel_err(out, ref) <= 1e-2 and rel_err(out, ref32) <= 1e-2
+    scale = 0.3 if case == "scale" else 0.125
+    assert len(kinds()) == 1 and kinds()[0].startswith(f"Attention(causal={int(case == 'causal')}"), kinds()
+    assert math.isclose(float(kinds()[0].split("scale=")[1].split(",")[0].rstrip(")")), scale, rel_tol=1e-6)
+    assert ("mask=add" in kinds()[0]) == (case == "mask"), kinds()
+
+
+def test_operands_scaled_before_the_product():
+    """timm's ``q = q * scale; attn = q @ k.transpose(-2, -1)``: the scale moves onto the scores."""
+    def fn(q, k, v):
+        return (q * 0.125 @ k.transpose(-2, -1)).softmax(dim=-1) @ v
+
+    q, k, v = (randn(2, 3, 50, 64) for _ in range(3))
+    out = megakittens.compile(fn)(q, k, v)
+    assert rel_err(out, fn(q, k, v)) <= 1e-2
+    assert kinds() == ["Attention(causal=0,scale=0.125)"], kinds()
+
+
 def test_not_recognised_where_the_weights_are_read():
     """Attention weights returned beside the output: the chain stays as written (a Softmax, two Gemms)."""
     def fn(q, k, v):

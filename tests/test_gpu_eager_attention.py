@@ -78,3 +78,22 @@ def test_hf_llama_eager_attention_on_the_gpu():
         assert rel_err(out, ref) <= 2e-2
         assert sum(k.startswith("Attention(causal=1,") for k in _kinds()) == 2, _kinds()
         assert _megakernel_launches(compiled, ids)[0] == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_pytorch_math_sdpa_on_the_gpu(causal):
+    """An SDPA the dispatcher sends to PyTorch's math backend (pinned here; the fp32 operands of its two bmm
+    raised before) runs as one Attention instruction at ViT-B's shape (197 tokens, 12 heads of 64)."""
+    _need_gpu()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v = (_rand(8, 12, 197, 64) for _ in range(3))
+    fn = lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    with sdpa_kernel([SDPBackend.MATH]), torch.no_grad():
+        compiled = _compile_no_fallback(fn)
+        out = compiled(q, k, v)
+        assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
+        assert _kinds() == [f"Attention(causal={int(causal)},scale=0.125)"], _kinds()
+        assert _megakernel_launches(compiled, q, k, v)[0] == 1
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    assert rel_err(out, ref) <= 1e-2
