@@ -3,6 +3,8 @@ CPU interpreter: the patch embedding's convolution becomes one matrix product (m
 is LayerNorm, full (non-causal) SDPA, GELU and linear layers. Tiny configs, random bf16 weights, batch 2."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -24,8 +26,13 @@ VISION = {
 }
 
 
-@pytest.mark.parametrize("family", sorted(VISION))
+@pytest.mark.parametrize("family", sorted(VISION) + ["vit_math_sdpa"])
 def test_hf_vision_encoders_match_eager(family):
+    """vit_math_sdpa: ViT with PyTorch's math SDPA pinned (``sdpa_kernel(MATH)``), whose fp32 graph
+    (megakittens/eager_attention.py) must still give two Attention instructions."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    math_sdpa = family == "vit_math_sdpa"
+    family = "vit" if math_sdpa else family
     transformers = pytest.importorskip("transformers")
     cfg_name, model_name, extra, side = VISION[family]
     if not hasattr(transformers, cfg_name):
@@ -36,7 +43,7 @@ def test_hf_vision_encoders_match_eager(family):
     model = getattr(transformers, model_name)(cfg).to(BF16).eval()
     pixels = torch.randn(2, 3, side, side).to(BF16)
     fwd = lambda p: model(pixel_values=p).last_hidden_state  # noqa: E731
-    with torch.no_grad():
+    with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]) if math_sdpa else contextlib.nullcontext():
         h, h_ref = megakittens.compile(fwd)(pixels), fwd(pixels)
     err = rel_err(h, h_ref)
     assert err <= HIDDEN_TOL, f"{family}: relative error {err:.3g}"
