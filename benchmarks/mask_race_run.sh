@@ -2,7 +2,8 @@
 # One device call prepared in Session 38 (not yet run): the GPU re-runs of the masked Attention and sdpa_math
 # fixes, the ViT-B diagnostic (benchmarks/debug_vit_bmm.py), racecheck with MK_LANES_ARRIVE=1 on the multi-wave
 # cases (kernels/mk/vm.cuh [Note: lanes arrive]), its cost (ab_memory), and the hfmask llama rows.
-# Session 39 added the math-SDPA test and test_gpu_vision (the ViT-B failure, if PyTorch picked its math SDPA).
+# Session 39 added the math-SDPA test, test_gpu_vision (the ViT-B failure, if PyTorch picked its math SDPA),
+# test_gpu_encoders (BERT / RoBERTa / OPT: fp32 Embedding ids, padded heads) and the padded Linear cases.
 # Usage: MKC=<commit> bash benchmarks/mask_race_run.sh   (logs under $OUT)
 set -u
 OUT=${OUT:-/tmp/mk-out}; mkdir -p "$OUT"
@@ -17,7 +18,7 @@ runf() {
   grep -E "^E  " "$OUT/$1.log" | head -8 | cut -c1-300 >> "$OUT/tests.sum"
 }
 (runf test_gpu_sdpa_math 250; runf test_gpu_attention 250 "-k padding_mask or masked"; runf test_gpu_eager_attention 120 "-k math"
- runf test_gpu_vision 200; timeout 200 python3 benchmarks/debug_vit_bmm.py 2>&1 | grep -E "BMM|VIT" | head -12 > "$OUT/vit.txt") &
+ runf test_gpu_vision 200; runf test_gpu_encoders 200; runf test_gpu_gemm 150 "-k off_tma"; timeout 200 python3 benchmarks/debug_vit_bmm.py 2>&1 | grep -E "BMM|VIT" | head -12 > "$OUT/vit.txt") &
 p2=$!
 for c in relu_waves; do
   timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 python3 benchmarks/sanitize.py $c > "$OUT/race0_$c.log" 2>&1

@@ -19,7 +19,8 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from megakittens import _C, artifacts, decompose, eager_attention, fallback, fold, fx_export, rank5, sdpa_math
+from megakittens import (_C, artifacts, decompose, eager_attention, fallback, float_ids, fold, fx_export, gather,
+                         gemm_padding, rank5, sdpa_math)
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options, work_queue_for
 
@@ -69,15 +70,19 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         _print_graph(gm, name, is_backward)
     fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
     rank5.select_from_rank5_views(gm)  # BLOOM's (B, S, H, 3, D) view of its fused q / k / v
+    gather.embedding_of_gather(gm)  # BERT's token type ids gathered from a buffer at the positions
     if options.fuse:
         eager_attention.fuse_eager_attention(gm)  # matmul -> softmax -> matmul written out: SDPA
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     gm.graph.eliminate_dead_code()  # e.g. LayerNorm's mean / rstd outputs (megakittens/decompose.py), unread
+    float_ids.embedding_ids_in_float(gm)  # RoBERTa's / OPT's position ids: cumsum and friends, in fp32
     gm.recompile()
     # Masks become Attention's; other head dims the score-matrix math (with fallback="eager": PyTorch's SDPA
     # between megakernels).
     sdpa_math.decompose_unsupported_sdpa(gm, math_ok=options.fallback is None)
     rank5.flatten_repeat_kv(gm)  # GQA's rank-5 copies that no SDPA reads, in four dims
+    if gemm_padding.pad_unaligned_products(gm):  # K or N off TMA's 16-byte rows: zero-padded
+        fold.fold_constants(gm)  # the zero blocks
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
     # Strided inputs arrive as contiguous copies (the dispatcher makes them), so trace them as such.

@@ -8,8 +8,10 @@ traced. Two forms are common, and both are exact in four dims:
   and ``eager_attention.fuse_eager_attention`` those of a written-out attention): the same copy made of x
   viewed (B, Hk, 1, S D) and expanded to (B, Hk, G, S D).
 * ``select_from_rank5_views``: a rank-5 ``view`` whose readers each ``select`` one index of one dim that
-  is not the last (BLOOM views its fused q / k / v projection as (B, S, H, 3, D) and selects q, k and v):
-  the view with that dim merged into the next one, and each select a slice of the merged dim.
+  is not the last (BLOOM views its fused q / k / v projection as (B, S, H, 3, D) and selects q, k and v),
+  or copy a step-1 ``slice`` of it to 4 dims (Falcon's new decoder: (B, S, Hk, G + 2, D), the queries
+  ``[..., :G, :]`` flattened to (B, S, Hk G, D), k and v the last two): the view with that dim merged into
+  the next one, each select a slice of the merged dim, each slice copy a copy of the merged dim's slice.
 """
 from __future__ import annotations
 
@@ -52,29 +54,55 @@ def flatten_repeat_kv(gm: torch.fx.GraphModule) -> int:
     return finish(gm, count)
 
 
+def _slice_copy(u: torch.fx.Node, size: int) -> "tuple[int, int, torch.fx.Node] | None":
+    """(start, end, w) when ``u`` is a step-1 slice of a rank-5 view whose only reader is a contiguous clone
+    whose only reader is the view ``w`` to 4 dims or fewer (Falcon's grouped queries: ``grouped[..., :-2, :]
+    .flatten(-3, -2)``), else None."""
+    if u.target is not aten.slice.Tensor or (len(u.args) > 4 and u.args[4] != 1) or len(u.users) != 1:
+        return None
+    c = next(iter(u.users))
+    if not (c.op == "call_function" and c.target is aten.clone.default and len(c.users) == 1 and
+            c.kwargs.get("memory_format", torch.contiguous_format) == torch.contiguous_format):
+        return None
+    w = next(iter(c.users))
+    if not (w.op == "call_function" and w.target in RESHAPES and val(w) is not None and val(w).dim() <= 4):
+        return None
+    start = 0 if len(u.args) < 3 or u.args[2] is None else u.args[2]
+    end = size if len(u.args) < 4 or u.args[3] is None else u.args[3]
+    start, end = (min(max(v + size if v < 0 else v, 0), size) for v in (start, end))
+    return (start, end, w) if start < end else None
+
+
 def select_from_rank5_views(gm: torch.fx.GraphModule) -> int:
-    """Rewrite the rank-5 views read only through selects of one dim (module doc); returns how many."""
+    """Rewrite the rank-5 views read only through selects of one dim, or copies of a slice of it (module doc);
+    returns how many."""
     count = 0
     for node in list(gm.graph.nodes):
         nv = val(node)
         if not (node.op == "call_function" and node.target in RESHAPES and nv is not None and nv.dim() == 5):
             continue
         users = list(node.users)
-        dims = {u.args[1] % 5 for u in users if u.op == "call_function" and u.target is aten.select.int}
-        if not users or len(dims) != 1 or any(u.target is not aten.select.int for u in users):
+        kinds = (aten.select.int, aten.slice.Tensor)
+        dims = {u.args[1] % 5 for u in users if u.op == "call_function" and u.target in kinds}
+        if not users or len(dims) != 1 or any(u.op != "call_function" or u.target not in kinds for u in users):
             continue
         dim = dims.pop()
-        if dim == 4:
-            continue
         shape = list(nv.shape)
+        if dim == 4 or any(u.target is aten.slice.Tensor and _slice_copy(u, shape[dim]) is None for u in users):
+            continue
         inner = shape[dim + 1]
         merged = shape[:dim] + [shape[dim] * inner] + shape[dim + 2:]
         with gm.graph.inserting_before(node), fake_mode(nv):
             flat = emit(gm, node.target, (node.args[0], merged))
         for u in users:
-            i = u.args[2] % shape[dim]
             with gm.graph.inserting_before(u), fake_mode(nv):
-                part = emit(gm, aten.slice.Tensor, (flat, dim, i * inner, (i + 1) * inner))
-            u.replace_all_uses_with(part)
+                if u.target is aten.select.int:
+                    i = u.args[2] % shape[dim]
+                    u.replace_all_uses_with(emit(gm, aten.slice.Tensor, (flat, dim, i * inner, (i + 1) * inner)))
+                    continue
+                start, end, w = _slice_copy(u, shape[dim])
+                part = emit(gm, aten.slice.Tensor, (flat, dim, start * inner, end * inner))
+                part = emit(gm, aten.clone.default, (part,), {"memory_format": torch.contiguous_format})
+                w.replace_all_uses_with(emit(gm, aten.view.default, (part, list(val(w).shape))))
         count += 1
     return finish(gm, count)

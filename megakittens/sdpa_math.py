@@ -338,7 +338,23 @@ def _mask_as(mask: torch.fx.Node, conv: _BoolAsFloat) -> "tuple[Optional[torch.f
             keep = conv._emit(aten.mul.Tensor, (conv._as_f32(x), f))
             drop = conv._emit(aten.mul.Tensor, (conv._as_f32(y), conv._emit(aten.rsub.Scalar, (f, 1.0))))
             return conv._emit(aten.add.Tensor, (keep, drop)), "additive"
+    if mask.op == "call_function" and mask.target is aten.add.Tensor and len(mask.args) == 2 and not mask.kwargs \
+            and all(isinstance(x, torch.fx.Node) for x in mask.args):
+        # A sum of masks (MPNet: its position bias plus where(padding, 0, finfo.min)): each term converted
+        parts = [_mask_as(x, conv) for x in mask.args]
+        if all(p[0] is not None for p in parts) and any(p != (x, "additive") for p, x in zip(parts, mask.args)):
+            return conv._emit(aten.add.Tensor, tuple(_additive(conv, *p) for p in parts)), "additive"
     return mask, "additive"
+
+
+def _additive(conv: _BoolAsFloat, f: torch.fx.Node, kind: str) -> torch.fx.Node:
+    """``_mask_as``'s (node, kind) as an additive mask: a 0 / 1 mask f ("keep": 1 where kept, "drop": 1 where
+    dropped) becomes 0 where kept and -inf where dropped ((f - 1) 2^200, or -f 2^200, in fp32)."""
+    aten = torch.ops.aten
+    if kind == "additive":
+        return f
+    f = conv._emit(aten.sub.Tensor, (f, 1.0)) if kind == "keep" else conv._emit(aten.neg.default, (f,))
+    return conv._emit(aten.mul.Tensor, (conv._emit(aten.mul.Tensor, (f, _BIG)), _BIG))
 
 
 def _mask_values(mask: torch.fx.Node) -> torch.fx.Node:
@@ -413,11 +429,7 @@ def _attention_mask(node: torch.fx.Node, mask: torch.fx.Node, qv: torch.Tensor, 
         add = done[(add, kind)]
     else:
         key = (add, kind)
-        if kind != "additive":  # f: 1 where kept ("keep") or dropped ("drop")
-            if kind == "drop":
-                add = conv._emit(aten.rsub.Scalar, (add, 1.0))
-            add = conv._emit(aten.sub.Tensor, (add, 1.0))
-            add = conv._emit(aten.mul.Tensor, (conv._emit(aten.mul.Tensor, (add, _BIG)), _BIG))
+        add = _additive(conv, add, kind)  # f: 1 where kept ("keep") or dropped ("drop")
         if add.meta["val"].dtype != torch.bfloat16:
             add = conv._emit(aten._to_copy.default, (add,), {"dtype": torch.bfloat16})
         if tuple(add.meta["val"].shape) != shape4:

@@ -59,6 +59,61 @@ def test_embedding_out_of_range_id_raises(bad):
         fn(w, ids)
 
 
+def _token_types(w, table, positions):
+    """BERT's ids when no token_type_ids are passed: a buffer gathered at the positions, expanded to the batch."""
+    return F.embedding(torch.gather(table.expand(positions.shape[0], -1), 1, positions).expand(3, -1), w)
+
+
+def test_embedding_through_a_gather_of_an_id_table():
+    """embedding(W, gather(table, -1, positions)) of a one-row table: two Embeddings (megakittens/gather.py),
+    rows copied exactly."""
+    w, table = randn(16, 128), torch.randint(0, 16, (1, 64))
+    positions = torch.randint(0, 64, (1, 24))
+    (out,) = _check(_token_types, w, table, positions)
+    assert torch.equal(out, _token_types(w, table, positions))
+    assert _itypes() == ["Embedding", "Embedding"], _itypes()
+    positions[0, 3] = 64  # past the table: IndexError, as eager's gather raises
+    with pytest.raises(IndexError, match="out of range for a table of 64 rows"):
+        megakittens.compile(_token_types)(w, table, positions)
+
+
+def test_gather_of_a_table_with_distinct_rows_is_refused():
+    w, table = randn(16, 128), torch.randint(0, 16, (3, 64))
+    fn = megakittens.compile(lambda w, t, p: F.embedding(torch.gather(t, 1, p), w))
+    with pytest.raises(Exception, match="unsupported op aten.gather"):
+        fn(w, table, torch.randint(0, 64, (3, 24)))
+
+
+def _roberta_positions(w, ids):
+    """RoBERTa's position ids from the input ids (padding_idx 1), looked up in w."""
+    m = ids.ne(1).int()
+    return F.embedding((torch.cumsum(m, dim=1).type_as(m) * m).long() + 1, w)
+
+
+def _opt_positions(w, am):
+    """OPT's position ids from the attention mask (offset 2), looked up in w."""
+    return F.embedding((torch.cumsum(am, dim=1) * am - 1).long() + 2, w)
+
+
+@pytest.mark.parametrize("fn", [_roberta_positions, _opt_positions])
+def test_embedding_ids_computed_in_integers(fn):
+    """Ids from ne / cumsum / add / mul on integers: recomputed in fp32 (megakittens/float_ids.py), the rows
+    copied exactly; the cumsum a broadcast product with a triangle summed by a RowReduce."""
+    w = randn(80, 64)
+    x = torch.randint(2, 80, (3, 45)) if fn is _roberta_positions else torch.ones(3, 45, dtype=torch.long)
+    x[1, 30:] = 1 if fn is _roberta_positions else 0  # right padding
+    x[2, :5] = 1 if fn is _roberta_positions else 0   # left padding
+    (out,) = _check(fn, w, x)
+    assert torch.equal(out, fn(w, x))
+    assert "Embedding" in _itypes() and any(k.startswith("RowReduce") for k in _itypes()), _itypes()
+
+
+def test_embedding_ids_from_an_unsupported_integer_op_keep_its_error():
+    fn = megakittens.compile(lambda w, ids: F.embedding(ids.argmax(-1, keepdim=True), w))
+    with pytest.raises(Exception, match="argmax"):
+        fn(randn(16, 64), torch.randint(0, 16, (4, 16)))
+
+
 # ---- cat ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

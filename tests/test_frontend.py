@@ -112,10 +112,10 @@ def test_dry_run_reports_every_op_and_reason(capsys):
     """One dry run lists every op that cannot compile, grouped by op and reason: an op without an
     instruction type and two matmuls that fail different constraints (TMA row alignment, dtype)."""
     def f(x, w1, w2):
-        h = torch.cumsum(x @ w1, 0)  # K = 100: rows of 200 bytes, not a multiple of 16
-        return h.float() @ w2        # fp32 operands
+        h = torch.cumsum(x.t() @ w1, 0)  # x.t(): rows of M = 100 elements (200 bytes, not a multiple of 16)
+        return h.float() @ w2            # fp32 operands
 
-    x, w1, w2 = randn(64, 100), randn(100, 64), torch.randn(64, 32)
+    x, w1, w2 = randn(64, 100), randn(64, 64), torch.randn(64, 32)
     torch.testing.assert_close(megakittens.compile(f, dry_run=True)(x, w1, w2), f(x, w1, w2))
     out = capsys.readouterr().out
     assert "3 node(s) cannot be compiled" in out, out

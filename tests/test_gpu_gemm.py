@@ -352,6 +352,25 @@ def test_linear_module_on_the_megakernel(bias, global_work_queue, cluster_size):
     assert d._gpu_error == "", d._gpu_error
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("in_f,out_f", [(768, 2), (3, 64), (100, 10)])
+def test_linear_off_tma_rows_on_the_megakernel(in_f, out_f):
+    """A classification head (N = 2) and small inputs (K = 3): zero-padded to 16-byte rows
+    (megakittens/gemm_padding.py), one launch, the values of the unpadded product."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    torch.manual_seed(7)
+    lin = torch.nn.Linear(in_f, out_f).to(device="cuda", dtype=BF16)
+    x = torch.randn(300, in_f, device="cuda").to(BF16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch.no_grad():
+            out = megakittens.compile(lin)(x)
+    ref = torch.nn.functional.linear(x.float(), lin.weight.float(), lin.bias.float())
+    assert out.shape == (300, out_f) and out.is_contiguous() and rel_err(out, ref) <= 1e-2
+    assert mk_backend.dispatchers[-1]._gpu_error == ""
+
+
 def test_linear_module_3d_input():
     """nn.Linear on a (2, 300, 256) input: the reshape to (600, 256) is an alias slot (no copy) that the
     Gemm(tb,bias_row) reads through its own tensor map."""

@@ -179,6 +179,30 @@ def test_outer_product_matmul_is_a_broadcast_mul():
     assert torch.equal(megakittens.compile(torch.bmm)(a, b), torch.bmm(a, b))
 
 
+@pytest.mark.parametrize("case", ["head_2_labels", "head_no_bias", "k_3_features", "bmm_197_tokens"])
+def test_products_off_tma_rows_are_padded(case):
+    """K or N not a multiple of 8 (TMA's 16-byte rows): zero-padded operands (megakittens/gemm_padding.py),
+    the product sliced back; exact against the product of the same bf16 operands, eager's strides."""
+    if case.startswith("head"):
+        lin = torch.nn.Linear(256, 2, bias=case == "head_2_labels").to(BF16).requires_grad_(False)
+        fn, args = lin, [randn(5, 256)]
+    elif case == "k_3_features":
+        lin = torch.nn.Linear(3, 64).to(BF16).requires_grad_(False)
+        fn, args = lin, [randn(7, 3)]
+    else:  # attention weights read beside the output: no Attention, two bmm over 197 tokens
+        def fn(q, k, v):
+            p = torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1)
+            return p @ v, p
+        args = [randn(2, 3, 197, 64) for _ in range(3)]
+    with torch.no_grad():
+        out, ref = megakittens.compile(fn)(*args), fn(*args)
+    for o, r in zip(out if isinstance(out, tuple) else (out,), ref if isinstance(ref, tuple) else (ref,)):
+        assert o.shape == r.shape and o.stride() == r.stride(), (o.shape, o.stride(), r.stride())
+        check_close(o, r)
+    assert _gemm_itypes(), "the products run as Gemm instructions"
+    assert any(n.itype.startswith("Cat") for n in mk_backend.dispatchers[-1].program.nodes)
+
+
 def test_gemm_tile_width_follows_the_sm_count():
     """Profile h200 (src/itypes/gemm.cpp gemm_tile_n): a GEMM whose 128x256 tiles fill less than a wave
     of SMs uses 128x128 tiles (a 1024 x 2048 output: 64 wide tiles, 128 narrow ones on 132 SMs); one

@@ -25,6 +25,21 @@ def test_rank5_view_read_by_selects():
     assert not any(k.startswith("Copy") for k in (n.itype for n in mk_backend.dispatchers[-1].program.nodes))
 
 
+def test_rank5_view_read_by_selects_and_a_slice_copy():
+    """Falcon's grouped q / k / v: x.view(B, S, Hk, G + 2, D); the queries [..., :-2, :] flattened to
+    (B, S, Hk G, D) (a copy of a slice of the merged view), k and v selects of it."""
+    def f(x, w):
+        B, S, _ = x.shape
+        grouped = (x @ w).view(B, S, 2, -1, 32)
+        q = grouped[..., :-2, :].flatten(-3, -2)
+        k, v = grouped[..., -2, :], grouped[..., -1, :]
+        return torch.cat([q, k * 2.0, v.sin()], dim=2)
+
+    x, w = randn(2, 24, 64), randn(64, 2 * 5 * 32, scale=0.125)
+    out, ref = megakittens.compile(f)(x, w), f(x, w)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
 def test_rank5_view_selected_along_its_last_dim_keeps_the_error():
     def f(x):
         return x.view(2, 3, 4, 5, 8)[..., 1] * 2.0
@@ -58,3 +73,18 @@ def test_hf_bloom_matches_eager():
     with torch.no_grad():
         out, ref = megakittens.compile(m)(ids).last_hidden_state, m(ids).last_hidden_state
     assert rel_err(out, ref) <= 2e-2
+
+
+def test_hf_falcon_new_decoder_architecture_matches_eager():
+    """Falcon's new decoder (GQA through its grouped fused q / k / v, viewed in rank 5)."""
+    cfg = transformers.FalconConfig(vocab_size=512, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                    new_decoder_architecture=True, num_kv_heads=2, alibi=False)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    m = transformers.FalconModel(cfg).eval().to(BF16)
+    ids = torch.randint(0, 512, (2, 40))
+    with torch.no_grad():
+        out, ref = megakittens.compile(m)(ids).last_hidden_state, m(ids).last_hidden_state
+    assert rel_err(out, ref) <= 2e-2
+    kinds = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    assert sum(k.startswith("Attention(causal=1") for k in kinds) == 2, kinds

@@ -13,7 +13,10 @@ void Embedding::validate(const NodeInfo& n) const {
   const TensorMeta& y = n.outputs[0];
   require_rank(n, "weight", w.shape(), 2, 2);
   require_float(n, "weight", w.dtype());
-  if (ids.dtype() != DType::i64 && ids.dtype() != DType::i32)
+  // megakittens.embedding also takes fp32 ids: integer values below 2^24 that megakittens/float_ids.py
+  // computes in fp32 (no instruction type writes integers); the reference and the device load any dtype.
+  const bool float_ids = n.target == "megakittens.embedding.default" && ids.dtype() == DType::f32;
+  if (ids.dtype() != DType::i64 && ids.dtype() != DType::i32 && !float_ids)
     fail("node '", n.name, "' (", n.target, "): indices must be int64 or int32, got ", dtype_name(ids.dtype()));
   require_rank(n, "indices", ids.shape(), 0, 3);
   std::vector<int64_t> want = ids.shape();

@@ -1,0 +1,76 @@
+"""FX pass over the aten graph: matrix products whose rows TMA cannot address, padded with zeros.
+
+The Gemm instruction loads and stores through TMA, which needs every row of a tensor to start 16 bytes
+apart: K and N multiples of 8 in bf16 (src/itypes/gemm.cpp, ``require_tma_rows``). A classification head of
+2 labels (``BertForSequenceClassification``, ViT's classifier), an input of 3 features, or a written-out
+attention over 197 tokens is not. ``pad_unaligned_products`` rewrites each such ``mm``, ``bmm`` and
+``addmm`` (1-D bias, alpha = beta = 1) as the product of zero-padded operands (K and N up to multiples of 8,
+``convolution._gemm``), sliced back and copied to eager's contiguous strides. The zeros add nothing, so the
+values are the unpadded product's; the padding costs one small Cat per operand per call.
+
+It runs after ``eager_attention.fuse_eager_attention`` and ``sdpa_math`` (a product that becomes an Attention
+is never padded) and before the graph is exported; the zero blocks are constants, folded by
+``fold.fold_constants`` after it.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.fx
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from megakittens import convolution
+from megakittens.fx_nodes import call, fake_mode, finish, val
+
+aten = torch.ops.aten
+
+
+def _unaligned(a: Optional[torch.Tensor], b: Optional[torch.Tensor]) -> bool:
+    """Whether a bf16 ``a (.., M, K) @ b (.., K, N)`` has K or N off TMA's 16-byte rows (K = 1, an outer
+    product, is a broadcast multiply in the tracer, no Gemm)."""
+    return a is not None and b is not None and a.dim() == b.dim() and a.dtype == b.dtype == torch.bfloat16 \
+        and a.shape[-1] != 1 and (a.shape[-1] % 8 != 0 or b.shape[-1] % 8 != 0)
+
+
+def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return convolution._gemm(a[None], b.t()[None], None)[0].contiguous()
+
+
+def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return convolution._gemm(a, b.transpose(1, 2), None).contiguous()
+
+
+def _addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return convolution._gemm(a[None], b.t()[None], bias)[0].contiguous()
+
+
+def _padded(node: torch.fx.Node):
+    """(function, operand nodes) that computes ``node`` on padded operands, else None."""
+    if call(node, aten.mm.default, aten.bmm.default) and not node.kwargs and _unaligned(*map(val, node.args)):
+        return (_mm if node.target is aten.mm.default else _bmm), list(node.args)
+    if call(node, aten.addmm.default) and not node.kwargs and len(node.args) == 3 and \
+            _unaligned(val(node.args[1]), val(node.args[2])):
+        bias = val(node.args[0])
+        if bias is not None and bias.dim() == 1 and bias.dtype == torch.bfloat16:
+            return _addmm, list(node.args)
+    return None
+
+
+def pad_unaligned_products(gm: torch.fx.GraphModule) -> int:
+    """Rewrite each product of ``gm`` that TMA cannot address (module doc) in place; returns how many."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        p = _padded(node)
+        if p is None:
+            continue
+        fn, operands = p
+        vals = [val(a) for a in operands]
+        with fake_mode(vals[0]):
+            sub = make_fx(fn)(*vals)  # the padded product as aten ops, on the operands' fake values
+        inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        with gm.graph.inserting_before(node):
+            out = gm.graph.graph_copy(sub.graph, dict(zip(inputs, operands)))
+        node.replace_all_uses_with(out)
+        count += 1
+    return finish(gm, count)
