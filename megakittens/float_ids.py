@@ -69,7 +69,24 @@ class _IntAsFloat(_BoolAsFloat):
         if t in _VIEWS:
             x = self.convert(args[0])
             return None if x is None else self._emit(t, (x,) + tuple(args[1:]), dict(n.kwargs))
+        if t is aten.argmax.default and len(args) == 2 and val(args[0]) is not None and \
+                args[1] % max(val(args[0]).dim(), 1) == val(args[0]).dim() - 1 and val(args[0]).dim() in (1, 2, 3):
+            x = self.convert(args[0]) if val(args[0]).dtype in _INTS or val(args[0]).dtype == torch.bool else \
+                (args[0] if val(args[0]).dtype == torch.float32 else None)
+            return None if x is None else self._argmax(x, bool(n.kwargs.get("keepdim", False)))
         return None
+
+    def _argmax(self, x: torch.fx.Node, keepdim: bool) -> torch.fx.Node:
+        """The first index of each row's maximum (torch.argmax's tie rule): e = (x == max), kept where the
+        running count of e is 1, times the column index, summed; every step exact in fp32."""
+        s = val(x).shape[-1]
+        top = self._emit(aten.amax.default, (x, [-1], True))
+        e = self._emit(aten.rsub.Scalar, (self._nonzero(self._emit(aten.sub.Tensor, (x, top)), "ne"), 1.0))
+        once = self._nonzero(self._emit(aten.sub.Tensor, (self._cumsum(e, s), 1.0)), "ne")
+        first = self._emit(aten.mul.Tensor, (e, self._emit(aten.rsub.Scalar, (once, 1.0))))
+        cols = self._constant(f"_mk_cols_f32_{s}", torch.arange(s, dtype=torch.float32, device=val(x).device))
+        idx = self._emit(aten.sum.dim_IntList, (self._emit(aten.mul.Tensor, (first, cols)), [-1]))
+        return self._emit(aten.unsqueeze.default, (idx, -1)) if keepdim else idx
 
     def _as_f32(self, x: torch.fx.Node) -> torch.fx.Node:
         """A comparison's operand: a computed integer converted, anything else cast."""
@@ -95,11 +112,39 @@ class _IntAsFloat(_BoolAsFloat):
         return self._emit(aten.sum.dim_IntList, (terms, [-1]))
 
 
+def _index_rows(gm: torch.fx.GraphModule, conv: _IntAsFloat, node: torch.fx.Node) -> Optional[torch.fx.Node]:
+    """``x[i0, i1]`` (two integer index tensors on dims 0 and 1, CLIP's pooled ``hidden[arange(B), eos]``) as a
+    lookup of the rows of x viewed (X0 X1, ...) at fp32 ids i0 X1 + i1 (exact below 2^24), else None."""
+    x, (i0, i1) = node.args[0], node.args[1]
+    xv, ov = val(x), val(node)
+    if xv is None or ov is None or xv.dim() < 2 or not xv.dtype.is_floating_point or \
+            xv.shape[0] * xv.shape[1] >= 2 ** 24 or not all(isinstance(i, torch.fx.Node) for i in (i0, i1)):
+        return None
+    f0, f1 = conv.convert(i0), conv.convert(i1)
+    if f0 is None or f1 is None:
+        return None
+    ids = conv._emit(aten.add.Tensor, (conv._emit(aten.mul.Tensor, (f0, float(xv.shape[1]))), f1))
+    with gm.graph.inserting_before(node):
+        table = conv._emit(aten.view.default, (x, [xv.shape[0] * xv.shape[1], -1]))
+    rows = conv._emit(torch.ops.megakittens.embedding.default, (table, ids))
+    return conv._emit(aten.view.default, (rows, list(ov.shape)))
+
+
 def embedding_ids_in_float(gm: torch.fx.GraphModule) -> int:
     """Give each Embedding whose ids are computed in integers (module doc) the same ids in fp32; returns how
     many."""
     conv, count = None, 0
     for node in list(gm.graph.nodes):
+        if call(node, aten.index.Tensor) and len(node.args) == 2 and len(node.args[1]) == 2 and \
+                val(node.args[0]) is not None:
+            conv = conv or _IntAsFloat(gm, node, torch._guards.detect_fake_mode([val(node.args[0])]) or
+                                       FakeTensorMode())
+            conv.before = node
+            out = _index_rows(gm, conv, node)
+            if out is not None:
+                node.replace_all_uses_with(out)
+                count += 1
+            continue
         if not call(node, aten.embedding.default):
             continue
         weight, ids = node.args[:2]

@@ -6,6 +6,7 @@ from typing import Optional
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor
 
 
 aten = torch.ops.aten
@@ -30,9 +31,14 @@ def fake_mode(v: torch.Tensor):
 
 def emit(gm: torch.fx.GraphModule, target, args, kwargs=None) -> torch.fx.Node:
     """A call of ``target`` at the graph's insertion point, its meta["val"] computed from its inputs' (inside
-    the inputs' fake mode: the caller enters it)."""
+    the inputs' fake mode: the caller enters it; real constants are faked in it)."""
     n = gm.graph.call_function(target, tuple(args), kwargs or {})
     vals, kw = torch.fx.node.map_arg((tuple(args), kwargs or {}), lambda a: a.meta["val"])
+    mode = torch._guards.detect_fake_mode()  # the caller's; a folded constant's val is a real tensor
+    if mode is not None:
+        vals, kw = torch.utils._pytree.tree_map_only(
+            torch.Tensor, lambda t: t if isinstance(t, FakeTensor) else mode.from_tensor(t, static_shapes=True),
+            (vals, kw))
     n.meta["val"] = target(*vals, **kw)
     return n
 

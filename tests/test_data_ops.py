@@ -114,6 +114,40 @@ def test_embedding_ids_from_an_unsupported_integer_op_keep_its_error():
         fn(randn(16, 64), torch.randint(0, 16, (4, 16)))
 
 
+@pytest.mark.parametrize("table", [(40, 96), (40, 3, 32)])
+def test_index_by_an_id_tensor_is_an_embedding(table):
+    """x[ids] with one integer index tensor on dim 0 (Whisper's embed_positions.weight[position_ids]): an
+    Embedding over x's rows (megakittens/gather.py), exact."""
+    x, ids = randn(*table), torch.randint(0, 40, (2, 9))
+    (out,) = _check(lambda x, i: x[i] * 2.0, x, ids)
+    assert torch.equal(out, x[ids] * 2.0)
+    assert "Embedding" in _itypes(), _itypes()
+
+
+@pytest.mark.parametrize("eos", [None, 2])
+def test_rows_picked_by_an_argmax(eos):
+    """CLIP's pooled output: hidden[arange(B), ids.argmax(-1)] (the largest id) or the first position of eos
+    ((ids == eos).int().argmax(-1), torch's first-maximum rule on ties): argmax in fp32 (float_ids.py), the
+    row an Embedding over hidden viewed (B S, C)."""
+    def pool(h, ids):
+        key = ids.to(torch.int) if eos is None else (ids.to(torch.int) == eos).int()
+        return h[torch.arange(h.shape[0]), key.argmax(dim=-1)] * 2.0
+
+    h, ids = randn(3, 20, 64), torch.randint(3, 500, (3, 20))
+    ids[0, 12], ids[1, 5], ids[1, 9], ids[2, 0] = 2, 2, 2, 2  # eos twice in row 1: the first counts
+    ids[2, 7] = ids[2, 15] = 600  # a tie for the largest id: the first counts
+    (out,) = _check(pool, h, ids)
+    assert torch.equal(out, pool(h, ids))
+    assert "Embedding" in _itypes() and any(k.startswith("RowReduce") for k in _itypes()), _itypes()
+
+
+def test_elementwise_ops_on_a_0_dim_tensor():
+    """logits * scale.exp() + bias with 0-dim scale and bias (CLIP, SigLIP): the 0-dim ops on (1,) views
+    (megakittens/scalars.py)."""
+    fn = lambda x, s, b: x * s.exp() + b.tanh()  # noqa: E731
+    _check(fn, randn(4, 24), torch.tensor(2.6).to(BF16), torch.tensor(-0.3).to(BF16))
+
+
 # ---- cat ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -411,8 +445,9 @@ def gather_rows_reversed(table, x):
 
 def test_index_by_a_constant_range_is_a_slice():
     """megakittens/fold.py: x[idx] with a constant idx of consecutive rows a .. a + n - 1 becomes x[a:a + n] (a
-    view); any other constant index is still aten.index.Tensor, which has no instruction type."""
+    view, no instruction); any other constant index an Embedding (megakittens/gather.py)."""
     table, x = randn(64, 32), randn(20, 32)
     _check(gather_rows, table, x)
-    with pytest.raises(Exception, match="aten.index.Tensor"):
-        megakittens.compile(gather_rows_reversed)(table, x)
+    assert "Embedding" not in _itypes(), _itypes()
+    (out,) = _check(gather_rows_reversed, table, x)
+    assert "Embedding" in _itypes() and torch.equal(out, gather_rows_reversed(table, x))
