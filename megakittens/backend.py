@@ -20,7 +20,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import (_C, artifacts, decompose, eager_attention, fallback, float_ids, fold, fx_export, gather,
-                         gemm_padding, rank5, scalars, sdpa_math)
+                         gemm_padding, rank5, scalars, sdpa_math, views)
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options, work_queue_for
 
@@ -70,13 +70,15 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         _print_graph(gm, name, is_backward)
     fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
     rank5.select_from_rank5_views(gm)  # BLOOM's (B, S, H, 3, D) view of its fused q / k / v
+    rank5.flatten_high_rank_copies(gm)  # Swin's rank-6 window partitions, copied through 4 dims
+    views.step_slices_as_views(gm)  # Swin's x[:, 0::2, 1::2]: a view and a unit-step slice
+    views.as_strided_as_views(gm)  # as_strided that is a view of a contiguous tensor
     gather.embedding_of_gather(gm)  # BERT's token type ids gathered from a buffer at the positions
     if options.fuse:
         eager_attention.fuse_eager_attention(gm)  # matmul -> softmax -> matmul written out: SDPA
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     gm.graph.eliminate_dead_code()  # e.g. LayerNorm's mean / rstd outputs (megakittens/decompose.py), unread
-    gather.index_as_embedding(gm)  # x[ids]: Whisper's decoder positions
-    float_ids.embedding_ids_in_float(gm)  # RoBERTa's / OPT's position ids: cumsum and friends, in fp32
+    float_ids.embedding_ids_in_float(gm)  # RoBERTa's / OPT's position ids, x[ids], x[i, j]: ids in fp32
     scalars.scalars_as_vectors(gm)  # CLIP's logit_scale.exp(): 0-dim elementwise on (1,) views
     gm.recompile()
     # Masks become Attention's; other head dims the score-matrix math (with fallback="eager": PyTorch's SDPA

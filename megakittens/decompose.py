@@ -11,6 +11,8 @@ that have one.
 - ``aten.split.Tensor`` / ``aten.split_with_sizes`` (GPT-2's fused q/k/v projection): one ``slice`` view
   per piece, which the tracer reads as a view of the input (no copy).
 - ``aten.unbind.int`` (``q, k, v = qkv.unbind(2)``): one ``select`` view per index, as ``split``.
+- ``aten.roll`` along given dims (Swin's shifted windows): per dim, the last ``shift`` rows ahead of the rest,
+  one ``cat`` of two slices (views).
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
@@ -175,6 +177,17 @@ def _baddbmm(x: torch.Tensor, b1: torch.Tensor, b2: torch.Tensor, *, beta: float
     return (torch.bmm(b1, b2).to(torch.float32) * alpha + x.to(torch.float32) * beta).to(torch.result_type(x, b1))
 
 
+def _roll(x: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) -> Any:
+    if not dims or len(shifts) != len(dims) or x.dim() == 0:
+        return NotImplemented  # a roll of the flattened tensor
+    for shift, dim in zip(shifts, dims):
+        n = x.shape[dim]
+        shift %= n
+        if shift:
+            x = aten.cat.default([aten.slice.Tensor(x, dim, n - shift, n), aten.slice.Tensor(x, dim, 0, n - shift)], dim)
+    return x
+
+
 def _split_sizes(x: torch.Tensor, sizes: Sequence[int], dim: int = 0) -> list:
     dim = dim % x.dim() if x.dim() else 0
     out, start = [], 0
@@ -222,6 +235,7 @@ TABLE = {
     aten._softmax.default: _softmax,
     aten._safe_softmax.default: _safe_softmax,
     aten._log_softmax.default: _log_softmax,
+    aten.roll.default: _roll,
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_sizes,
     aten.unbind.int: _unbind,

@@ -162,12 +162,16 @@ def _match(gm: torch.fx.GraphModule, s: torch.fx.Node) -> Optional[_Match]:
         return None
     B, H, sq, sk = val(s).shape
     x, scale, masks = s, cq * ck * ck2, []
+    if scale <= 0.0:  # SDPA's scale is positive (a negated score matrix stays as written)
+        return None
     while True:  # scale, masks and casts up to the softmax
         u = _only_user(x)
         if u is None:
             return None
         if _scaled(gm, u) is not None and u.args[0] is x and not masks:
             scale *= _scaled(gm, u)[1]
+            if scale <= 0.0:
+                return None
         elif call(u, aten.add.Tensor) and len(u.args) == 2 and not u.kwargs and x in u.args and \
                 u.args[0] is not u.args[1]:
             masks.append(("add", u.args[1] if u.args[0] is x else u.args[0]))

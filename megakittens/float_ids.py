@@ -17,10 +17,19 @@ any dtype and range-checks it as eager does):
 - ``cumsum`` over the last dim: the values times a constant lower-triangular 0 / 1 matrix, summed over its
   last dim (``x[.., None, :] * tril`` then a RowReduce sum: exact for integers below 2^24; an (.., S, S)
   fp32 intermediate, 1 MB for S = 512);
-- views (view, expand, unsqueeze, slice, select, transpose, permute, clone): the same view.
+- views (view, expand, unsqueeze, slice, select, transpose, permute, clone): the same view;
+- ``argmax`` over the last dim: the first maximum (a RowReduce max, comparisons, the cumsum above).
 
-Any other producer leaves the Embedding as it is (its error names the op). A chain whose values could
-reach 2^24 (a cumsum over more than 2^24 elements) is left alone too.
+Integer graph inputs are guarded: values of magnitude 2^24 or more (which the cast rounds) become +-inf, so a
+comparison still sees a large number and anything else ends in an id no Embedding takes (IndexError); numbers
+and constants of 2^24 or more leave the chain alone. ``x[i0]`` and ``x[i0, i1]`` (``aten.index.Tensor`` on
+leading dims) become Embeddings the same way (``_index_rows``).
+
+Any other producer leaves the Embedding as it is (its error names the op). A cumsum over 2^24 elements or
+more is left alone too. Values are not bounded at compile time: an id whose chain passes 2^24 on the way (a
+product of large ids cancelled by a subtraction) would round where eager's int64 does not; the chains models
+build (0 / 1 masks, their running counts, offsets) stay far below. An id that ends outside the table raises
+IndexError, as eager.
 """
 from __future__ import annotations
 
@@ -31,10 +40,11 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from megakittens.fx_nodes import call, finish, val
-from megakittens.sdpa_math import _VIEWS, _BoolAsFloat
+from megakittens.sdpa_math import _CMP, _VIEWS, _BoolAsFloat
 
 aten = torch.ops.aten
 _INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+_EXACT = 2 ** 24  # fp32 holds every integer below it
 _ARITH = (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.add.Scalar, aten.sub.Scalar, aten.mul.Scalar,
           aten.rsub.Scalar, aten.neg.default)
 
@@ -45,25 +55,34 @@ class _IntAsFloat(_BoolAsFloat):
 
     def _convert(self, n: torch.fx.Node) -> Optional[torch.fx.Node]:
         v = val(n)
+        if v is not None and v.dtype == torch.bool and call(n, *_CMP) and len(n.args) == 2 and \
+                isinstance(n.args[1], (int, float)) and abs(n.args[1]) >= _EXACT and val(n.args[0]) is not None and \
+                val(n.args[0]).dtype in _INTS:
+            return None  # a number fp32 does not hold: the comparison could flip
         if v is None or v.dtype == torch.bool:
             return super()._convert(n)
         if v.dtype not in _INTS:
             return None
         if n.op == "get_attr" and isinstance(getattr(self.gm, str(n.target), None), torch.Tensor):
-            return self._constant(f"{n.target}_f32", getattr(self.gm, str(n.target)).to(torch.float32))
+            const = getattr(self.gm, str(n.target))
+            if const.numel() and int(const.abs().max()) >= _EXACT:
+                return None
+            return self._constant(f"{n.target}_f32", const.to(torch.float32))
         if n.op != "call_function":  # a graph input
-            return self._emit(aten._to_copy.default, (n,), {"dtype": torch.float32})
+            return self._guarded(self._emit(aten._to_copy.default, (n,), {"dtype": torch.float32}))
         t, args = n.target, n.args
         if t is aten._to_copy.default and set(n.kwargs) <= {"dtype", "layout", "device"} and \
                 val(args[0]) is not None and (val(args[0]).dtype in _INTS or val(args[0]).dtype == torch.bool):
             return self.convert(args[0])
         if t in _ARITH:
+            if any(isinstance(a, (int, float)) and abs(a) >= _EXACT for a in args):
+                return None
             xs = [self.convert(a) if isinstance(a, torch.fx.Node) else a for a in args]
             if any(x is None for x in xs) or not all(isinstance(a, (torch.fx.Node, int, float)) for a in args):
                 return None
             return self._emit(t, tuple(xs), dict(n.kwargs))
-        if t is aten.cumsum.default and not n.kwargs and len(args) == 2 and v.dim() in (1, 2, 3) and \
-                args[1] % v.dim() == v.dim() - 1 and v.shape[-1] < 2 ** 24:
+        if t is aten.cumsum.default and set(n.kwargs) <= {"dtype"} and len(args) == 2 and v.dim() in (1, 2, 3) and \
+                args[1] % v.dim() == v.dim() - 1 and v.shape[-1] < _EXACT:
             x = self.convert(args[0])
             return None if x is None else self._cumsum(x, v.shape[-1])
         if t in _VIEWS:
@@ -89,13 +108,22 @@ class _IntAsFloat(_BoolAsFloat):
         return self._emit(aten.unsqueeze.default, (idx, -1)) if keepdim else idx
 
     def _as_f32(self, x: torch.fx.Node) -> torch.fx.Node:
-        """A comparison's operand: a computed integer converted, anything else cast."""
+        """A comparison's operand: an integer converted (a graph input guarded), anything else cast."""
         v = val(x)
-        if v is not None and v.dtype in _INTS and x.op == "call_function":
+        if v is not None and v.dtype in _INTS:
             f = self.convert(x)
             if f is not None:
                 return f
         return super()._as_f32(x)
+
+    def _guarded(self, x: torch.fx.Node) -> torch.fx.Node:
+        """An input's values cast to fp32, those of magnitude 2^24 or more (rounded by the cast) made +-inf:
+        x / (1 - big), big = 1 where |x| > 2^24 - 1. An inf compares as the large number it stood for, and
+        anything else it reaches (a sum, a difference, an id) becomes inf or NaN, which no Embedding takes
+        (IndexError): never a wrong row."""
+        d = self._emit(aten.sub.Tensor, (self._emit(aten.abs.default, (x,)), float(_EXACT - 1)))
+        big = self._nonzero(d, "gt")
+        return self._emit(aten.div.Tensor, (x, self._emit(aten.rsub.Scalar, (big, 1.0))))
 
     def _constant(self, name: str, value: torch.Tensor) -> torch.fx.Node:
         if not hasattr(self.gm, name):
@@ -113,21 +141,40 @@ class _IntAsFloat(_BoolAsFloat):
 
 
 def _index_rows(gm: torch.fx.GraphModule, conv: _IntAsFloat, node: torch.fx.Node) -> Optional[torch.fx.Node]:
-    """``x[i0, i1]`` (two integer index tensors on dims 0 and 1, CLIP's pooled ``hidden[arange(B), eos]``) as a
-    lookup of the rows of x viewed (X0 X1, ...) at fp32 ids i0 X1 + i1 (exact below 2^24), else None."""
-    x, (i0, i1) = node.args[0], node.args[1]
+    """``x[i0]`` or ``x[i0, i1]`` (integer index tensors on x's leading dims: Whisper's
+    ``embed_positions.weight[position_ids]``, CLIP's pooled ``hidden[arange(B), eos]``) as a lookup of the rows
+    of x viewed (X0 [X1], ...) at the fp32 id i0 [X1 + i1]: negative indices wrap as eager's, and an i1 outside
+    [-X1, X1) makes the id inf, so the Embedding raises IndexError as eager does (i0 out of range lands outside
+    the table by itself). None where an index does not convert or the rows are 2^24 or more."""
+    x, index = node.args[0], list(node.args[1])
     xv, ov = val(x), val(node)
-    if xv is None or ov is None or xv.dim() < 2 or not xv.dtype.is_floating_point or \
-            xv.shape[0] * xv.shape[1] >= 2 ** 24 or not all(isinstance(i, torch.fx.Node) for i in (i0, i1)):
+    k = len(index)
+    if xv is None or ov is None or xv.dim() < k or not xv.dtype.is_floating_point or \
+            not all(isinstance(i, torch.fx.Node) and val(i) is not None and val(i).dtype in _INTS for i in index):
         return None
-    f0, f1 = conv.convert(i0), conv.convert(i1)
-    if f0 is None or f1 is None:
+    rows = 1
+    for d in range(k):
+        rows *= xv.shape[d]
+    shape = torch.broadcast_shapes(*(val(i).shape for i in index))
+    if rows >= _EXACT or len(shape) > 3:
         return None
-    ids = conv._emit(aten.add.Tensor, (conv._emit(aten.mul.Tensor, (f0, float(xv.shape[1]))), f1))
-    with gm.graph.inserting_before(node):
-        table = conv._emit(aten.view.default, (x, [xv.shape[0] * xv.shape[1], -1]))
-    rows = conv._emit(torch.ops.megakittens.embedding.default, (table, ids))
-    return conv._emit(aten.view.default, (rows, list(ov.shape)))
+    fs = [conv.convert(i) for i in index]
+    if any(f is None for f in fs):
+        return None
+    wrapped = []
+    for d, f in enumerate(fs):  # f + X_d where f < 0
+        neg = conv._nonzero(f, "lt")
+        wrapped.append(conv._emit(aten.add.Tensor, (f, conv._emit(aten.mul.Tensor, (neg, float(xv.shape[d]))))))
+    ids = wrapped[0]
+    if k == 2:
+        w, n = wrapped[1], float(xv.shape[1])
+        bad = conv._emit(aten.maximum.default, (conv._nonzero(w, "lt"),
+                                                 conv._nonzero(conv._emit(aten.sub.Tensor, (w, n - 1)), "gt")))
+        ids = conv._emit(aten.add.Tensor, (conv._emit(aten.mul.Tensor, (ids, n)), w))
+        ids = conv._emit(aten.div.Tensor, (ids, conv._emit(aten.rsub.Scalar, (bad, 1.0))))
+    table = x if xv.dim() == 2 and k == 1 else conv._emit(aten.view.default, (x, [rows, -1]))
+    out = conv._emit(torch.ops.megakittens.embedding.default, (table, ids))
+    return out if list(val(out).shape) == list(ov.shape) else conv._emit(aten.view.default, (out, list(ov.shape)))
 
 
 def embedding_ids_in_float(gm: torch.fx.GraphModule) -> int:
@@ -135,7 +182,7 @@ def embedding_ids_in_float(gm: torch.fx.GraphModule) -> int:
     many."""
     conv, count = None, 0
     for node in list(gm.graph.nodes):
-        if call(node, aten.index.Tensor) and len(node.args) == 2 and len(node.args[1]) == 2 and \
+        if call(node, aten.index.Tensor) and len(node.args) == 2 and len(node.args[1]) in (1, 2) and \
                 val(node.args[0]) is not None:
             conv = conv or _IntAsFloat(gm, node, torch._guards.detect_fake_mode([val(node.args[0])]) or
                                        FakeTensorMode())

@@ -1,11 +1,4 @@
-"""FX passes over the aten graph: row lookups written as ``gather`` and ``index``, as Embedding instructions.
-
-``index_as_embedding``: ``x[ids]`` (``aten.index.Tensor`` with one integer index tensor, on dim 0) is a lookup
-of x's rows: ``embedding(x.view(V, -1), ids)`` viewed back to ``(*ids.shape, *x.shape[1:])``. Whisper's decoder
-takes its positions so (``embed_positions.weight[position_ids]``). Index by a constant range is a slice
-(``fold``, before this pass); boolean masks and several index tensors are left alone.
-
-``embedding_of_gather``: an embedding looked up through a ``gather`` of an id table, as two lookups.
+"""FX pass over the aten graph: an embedding looked up through a ``gather`` of an id table, as two lookups.
 
 BERT and the models built on its embeddings (RoBERTa, ELECTRA, ALBERT, ...) called without ``token_type_ids``
 take them from a buffer of ids, ``gather``-ed at the position ids::
@@ -71,23 +64,3 @@ def embedding_of_gather(gm: torch.fx.GraphModule) -> int:
         count += 1
     return finish(gm, count)
 
-
-def index_as_embedding(gm: torch.fx.GraphModule) -> int:
-    """Rewrite each ``x[ids]`` of one integer index tensor on dim 0 (module doc) as an Embedding; returns how
-    many."""
-    count = 0
-    for node in list(gm.graph.nodes):
-        if not call(node, aten.index.Tensor) or len(node.args) != 2 or len(node.args[1]) != 1:
-            continue
-        x, ids = node.args[0], node.args[1][0]
-        xv, iv = val(x), val(ids)
-        if xv is None or iv is None or iv.dtype not in (torch.int64, torch.int32) or xv.dim() == 0 or \
-                not xv.dtype.is_floating_point or iv.dim() > 3:
-            continue
-        with gm.graph.inserting_before(node), fake_mode(xv):
-            table = emit(gm, aten.view.default, (x, [xv.shape[0], -1])) if xv.dim() != 2 else x
-            rows = emit(gm, aten.embedding.default, (table, ids))
-            out = emit(gm, aten.view.default, (rows, list(val(node).shape))) if xv.dim() != 2 else rows
-        node.replace_all_uses_with(out)
-        count += 1
-    return finish(gm, count)

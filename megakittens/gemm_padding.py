@@ -3,8 +3,8 @@
 The Gemm instruction loads and stores through TMA, which needs every row of a tensor to start 16 bytes
 apart: K and N multiples of 8 in bf16 (src/itypes/gemm.cpp, ``require_tma_rows``). A classification head of
 2 labels (``BertForSequenceClassification``, ViT's classifier), an input of 3 features, or a written-out
-attention over 197 tokens is not. ``pad_unaligned_products`` rewrites each such ``mm``, ``bmm`` and
-``addmm`` (1-D bias, alpha = beta = 1) as the product of zero-padded operands (K and N up to multiples of 8,
+attention over 197 tokens is not. ``pad_unaligned_products`` rewrites each such ``mm``, ``bmm``, ``addmm``
+and ``baddbmm`` (alpha = beta = 1; a bias other than 1-D added after) as the product of zero-padded operands (K and N up to multiples of 8,
 ``convolution._gemm``), sliced back and copied to eager's contiguous strides. The zeros add nothing, so the
 values are the unpadded product's; the padding costs one small Cat per operand per call.
 
@@ -26,11 +26,11 @@ from megakittens.fx_nodes import call, fake_mode, finish, val
 aten = torch.ops.aten
 
 
-def _unaligned(a: Optional[torch.Tensor], b: Optional[torch.Tensor]) -> bool:
-    """Whether a bf16 ``a (.., M, K) @ b (.., K, N)`` has K or N off TMA's 16-byte rows (K = 1, an outer
-    product, is a broadcast multiply in the tracer, no Gemm)."""
+def _unaligned(a: Optional[torch.Tensor], b: Optional[torch.Tensor], outer_ok: bool = True) -> bool:
+    """Whether a bf16 ``a (.., M, K) @ b (.., K, N)`` has K or N off TMA's 16-byte rows. ``outer_ok``: K = 1 (an
+    outer product) is left alone, as the tracer makes mm / bmm of it a broadcast multiply (no Gemm)."""
     return a is not None and b is not None and a.dim() == b.dim() and a.dtype == b.dtype == torch.bfloat16 \
-        and a.shape[-1] != 1 and (a.shape[-1] % 8 != 0 or b.shape[-1] % 8 != 0)
+        and not (outer_ok and a.shape[-1] == 1) and (a.shape[-1] % 8 != 0 or b.shape[-1] % 8 != 0)
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -42,18 +42,24 @@ def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return convolution._gemm(a[None], b.t()[None], bias)[0].contiguous()
+    if bias.dim() == 1:
+        return convolution._gemm(a[None], b.t()[None], bias)[0].contiguous()
+    return _mm(a, b) + bias  # a full bias: added after (the Gemm's bias epilogue may take it back)
+
+
+def _baddbmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return _bmm(a, b) + bias
 
 
 def _padded(node: torch.fx.Node):
     """(function, operand nodes) that computes ``node`` on padded operands, else None."""
     if call(node, aten.mm.default, aten.bmm.default) and not node.kwargs and _unaligned(*map(val, node.args)):
         return (_mm if node.target is aten.mm.default else _bmm), list(node.args)
-    if call(node, aten.addmm.default) and not node.kwargs and len(node.args) == 3 and \
-            _unaligned(val(node.args[1]), val(node.args[2])):
+    if call(node, aten.addmm.default, aten.baddbmm.default) and not node.kwargs and len(node.args) == 3 and \
+            _unaligned(val(node.args[1]), val(node.args[2]), outer_ok=False):
         bias = val(node.args[0])
-        if bias is not None and bias.dim() == 1 and bias.dtype == torch.bfloat16:
-            return _addmm, list(node.args)
+        if bias is not None and bias.dtype == torch.bfloat16:
+            return (_addmm if node.target is aten.addmm.default else _baddbmm), list(node.args)
     return None
 
 

@@ -12,6 +12,12 @@ traced. Two forms are common, and both are exact in four dims:
   or copy a step-1 ``slice`` of it to 4 dims (Falcon's new decoder: (B, S, Hk, G + 2, D), the queries
   ``[..., :G, :]`` flattened to (B, S, Hk G, D), k and v the last two): the view with that dim merged into
   the next one, each select a slice of the merged dim, each slice copy a copy of the merged dim's slice.
+* ``flatten_high_rank_copies``: a contiguous copy, viewed back to 4 dims or fewer, of a chain of views (view,
+  unsqueeze, expand, permute, transpose) through 5 dims or more of a contiguous 4-D tensor (Swin's window
+  partition ``x.view(B, H/w, w, W/w, w, C).permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, w, w, C)``, a mask
+  unsqueezed and expanded over the windows): the chain's strided view with its size-1 dims dropped and the
+  dims that walk memory together merged, which leaves 4 or fewer, rebuilt as one view of the source in memory
+  order, a permute, and an expand for broadcast dims, then the same copy and view.
 """
 from __future__ import annotations
 
@@ -104,5 +110,81 @@ def select_from_rank5_views(gm: torch.fx.GraphModule) -> int:
                 part = emit(gm, aten.slice.Tensor, (flat, dim, start * inner, end * inner))
                 part = emit(gm, aten.clone.default, (part,), {"memory_format": torch.contiguous_format})
                 w.replace_all_uses_with(emit(gm, aten.view.default, (part, list(val(w).shape))))
+        count += 1
+    return finish(gm, count)
+
+
+_CHAIN = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
+          aten.squeeze.dim, aten.squeeze.default, aten.expand.default, aten.permute.default, aten.transpose.int)
+
+
+def _merged(sizes, strides) -> "list[tuple[int, int]]":
+    """(size, stride) of a strided view's dims with size-1 dims dropped and each dim merged into the one before
+    it where the pair walks memory as one dim (stride[i] = stride[i + 1] * size[i + 1]; broadcast pairs too)."""
+    dims = []
+    for n, st in zip(sizes, strides):
+        if n == 1:
+            continue
+        if dims and dims[-1][1] == st * n:
+            dims[-1] = (dims[-1][0] * n, st)
+        else:
+            dims.append((n, st))
+    return dims
+
+
+def _as_4d_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor, shape: list):
+    """Nodes computing ``view`` (a strided view of the contiguous ``src``, any rank) copied contiguously and
+    viewed as ``shape``, through tensors of at most 4 dims; None where its merged dims are more than 4 or do not
+    tile ``src`` exactly (module doc)."""
+    sv = val(src)
+    dims = _merged(view.shape, view.stride())
+    if len(dims) > 4 or view.storage_offset() != sv.storage_offset():
+        return None
+    real = sorted((st, i) for i, (n, st) in enumerate(dims) if st != 0)[::-1]  # memory order, outermost first
+    expect = 1
+    for st, i in reversed(real):
+        if st != expect:
+            return None
+        expect *= dims[i][0]
+    if expect != sv.numel():
+        return None
+    y = emit(gm, aten.view.default, (src, [dims[i][0] for _, i in real]))
+    order = [i for _, i in real]
+    perm = sorted(range(len(order)), key=lambda k: order[k])  # memory order -> the view's order
+    if perm != list(range(len(perm))):
+        y = emit(gm, aten.permute.default, (y, perm))
+    for i, (n, st) in enumerate(dims):  # broadcast dims, in place
+        if st == 0:
+            y = emit(gm, aten.unsqueeze.default, (y, i))
+    if any(st == 0 for _, st in dims):
+        y = emit(gm, aten.expand.default, (y, [n for n, _ in dims]))
+    y = emit(gm, aten.clone.default, (y,), {"memory_format": torch.contiguous_format})
+    return emit(gm, aten.view.default, (y, shape))
+
+
+def flatten_high_rank_copies(gm: torch.fx.GraphModule) -> int:
+    """Rewrite each copy of a rank-5+ view chain (module doc) through tensors of at most 4 dims; returns how
+    many."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        if not (node.op == "call_function" and node.target is aten.clone.default and len(node.users) == 1 and
+                node.kwargs.get("memory_format", torch.contiguous_format) == torch.contiguous_format):
+            continue
+        w, x = next(iter(node.users)), node.args[0]
+        xv, wv = val(x), val(w)
+        if not (w.op == "call_function" and w.target in RESHAPES and wv is not None and wv.dim() <= 4 and
+                xv is not None and xv.dim() > 4) or _unrepeat_kv(w) is not w:
+            continue  # repeat_kv: the GQA of the SDPA that reads it (or flatten_repeat_kv)
+        src = x
+        while src.op == "call_function" and src.target in _CHAIN and val(src) is not None and val(src).dim() > 4:
+            src = src.args[0]
+        sv = val(src)
+        if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4 or not sv.is_contiguous():
+            continue
+        with gm.graph.inserting_before(w), fake_mode(sv):
+            out = _as_4d_copy(gm, src, xv, list(wv.shape))
+        if out is None:
+            continue
+        w.replace_all_uses_with(out)
         count += 1
     return finish(gm, count)

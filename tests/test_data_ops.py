@@ -148,6 +148,45 @@ def test_elementwise_ops_on_a_0_dim_tensor():
     _check(fn, randn(4, 24), torch.tensor(2.6).to(BF16), torch.tensor(-0.3).to(BF16))
 
 
+def test_index_picks_wrap_negative_indices_and_raise_out_of_range():
+    """x[i] and x[i, j] (float_ids.py's Embeddings): negative indices wrap as eager's; j past its dim raises
+    IndexError as eager does, where a flattened id would have read another row."""
+    t3, t = randn(10, 3, 8), randn(6, 7, 8)
+    fn1 = lambda t3, i: t3[i] * 2.0  # noqa: E731
+    fn2 = lambda t, a, b: t[a, b] * 2.0  # noqa: E731
+    i, a, b = torch.tensor([-1, 2, -10]), torch.tensor([1, -1, 0]), torch.tensor([-1, 0, -7])
+    assert torch.equal(megakittens.compile(fn1)(t3, i), fn1(t3, i))
+    assert torch.equal(megakittens.compile(fn2)(t, a, b), fn2(t, a, b))
+    for bad in ([7, 0, 0], [0, -8, 0]):
+        with pytest.raises(IndexError):
+            fn2(t, a, torch.tensor(bad))  # eager
+        with pytest.raises(IndexError):
+            megakittens.compile(fn2)(t, a, torch.tensor(bad))
+
+
+def test_integer_inputs_past_fp32_range_never_pick_a_wrong_row():
+    """Ids computed from inputs of 2^24 or more (which fp32 rounds): an IndexError, never another row; numbers
+    of 2^24 or more in the chain keep the op's own error."""
+    w = randn(64, 16)
+    fn = lambda w, a, b: F.embedding(a - b, w)  # noqa: E731
+    a, b = torch.tensor([[16777219, 9]]), torch.tensor([[16777216, 4]])
+    assert torch.equal(fn(w, a, b), w[torch.tensor([[3, 5]])])  # eager
+    with pytest.raises(IndexError):
+        megakittens.compile(fn)(w, a, b)
+    small = torch.tensor([[7, 9]]), torch.tensor([[2, 4]])
+    assert torch.equal(megakittens.compile(fn)(w, *small), fn(w, *small))
+    big = megakittens.compile(lambda w, i: F.embedding(i.ne(16777216).long(), w))
+    with pytest.raises(Exception, match="ne"):
+        big(w, torch.tensor([[16777217, 16777216, 5]]))
+
+
+def test_cumsum_with_a_dtype():
+    w, ids = randn(80, 64), torch.randint(0, 3, (2, 30))
+    fn = lambda w, i: F.embedding(torch.cumsum(i.ne(1).int(), -1, dtype=torch.long), w)  # noqa: E731
+    (out,) = _check(fn, w, ids)
+    assert torch.equal(out, fn(w, ids))
+
+
 # ---- cat ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

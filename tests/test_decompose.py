@@ -168,3 +168,12 @@ def test_patch_convolution_pads_output_channels(out_channels):
     x = randn(2, 3, 56, 42)
     out, ref = megakittens.compile(conv)(x), conv(x)
     assert out.shape == ref.shape and out.stride() == ref.stride() and rel_err(out, ref) <= 1e-2
+
+
+@pytest.mark.parametrize("shifts,dims", [((-2, -2), (1, 2)), ((3,), (2,)), ((5,), (1,))])
+def test_roll(shifts, dims):
+    """torch.roll along dims (Swin's shifted windows): a cat of two slices per dim, exact."""
+    x = randn(2, 8, 12, 16)
+    fn = lambda x: torch.roll(x, shifts, dims) + 1.0  # noqa: E731
+    out = megakittens.compile(fn)(x)
+    assert torch.equal(out, fn(x))

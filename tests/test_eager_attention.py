@@ -159,6 +159,17 @@ def test_operands_scaled_before_the_product():
     assert kinds() == ["Attention(causal=0,scale=0.125)"], kinds()
 
 
+def test_negative_scale_stays_as_written():
+    """softmax(q k^T * -c) @ v: no SDPA (its scale is positive); compiled as written."""
+    def fn(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) * -0.125, dim=-1) @ v
+
+    q, k, v = (randn(1, 2, 32, 64) for _ in range(3))
+    out = megakittens.compile(fn)(q, k, v)
+    assert rel_err(out, fn(q, k, v)) <= 1e-2
+    assert not any(k.startswith("Attention") for k in kinds()), kinds()
+
+
 def test_not_recognised_where_the_weights_are_read():
     """Attention weights returned beside the output: the chain stays as written (a Softmax, two Gemms)."""
     def fn(q, k, v):

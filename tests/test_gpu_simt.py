@@ -49,6 +49,12 @@ def c_embedding(g):
                torch.randint(0, 1000, (50,), generator=g, dtype=torch.int32)]
 
 
+def c_float_ids(g):  # megakittens/float_ids.py's lookups: fp32 ids holding integers
+    def f(w, fids):
+        return (mkops.embedding(w, fids),)
+    return f, [_randn((1000, 136), g=g), torch.randint(0, 1000, (3, 40), generator=g).float()]
+
+
 def c_cat(g):
     def f(a, b, c):
         return (torch.cat([a, b], dim=-1), torch.cat([a, c], dim=0))
@@ -175,7 +181,7 @@ def c_copy_stack(g):  # planes of 4 x 32: 3 d per Copy instruction (a ragged las
     return f, [_randn((1, 4, 400, 32), g=g)]
 
 
-CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_cat, c_cat_planes,
+CASES = {f.__name__[2:]: f for f in (c_transpose, c_bhsd_to_bshd, c_casts, c_expand_copy, c_embedding, c_float_ids, c_cat, c_cat_planes,
                                      c_rope, c_row_reduce, c_row_max, c_softmax, c_layer_norm, c_broadcast, c_hf_rotary, c_hf_rotary_matmul,
                                      c_unaligned, c_rope_vec, c_vec_copies, c_copy_stack, c_rope_interleaved,
                                      c_rope_half_tables, c_rope_long)}
@@ -237,6 +243,23 @@ def test_embedding_index_out_of_range_raises_and_context_survives():
     outs = run_gpu(program, args, {"sync": True, "watchdog_s": 5.0})
     for out, ref in zip(outs, fn(*args)):
         check_close(out, ref, "embedding after the error")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), -1.0, 1000.0])
+def test_float_ids_that_are_no_index_raise(bad):
+    """An fp32 id of NaN or +-inf (float_ids.py's marks for values fp32 cannot hold) raises IndexError on the
+    device, as one out of range does: a float-to-integer conversion alone would make NaN row 0."""
+    if not _gpu_ok():
+        pytest.skip("needs a Hopper GPU and the GPU runtime")
+    from megakittens import gpu
+    fn, args = case_inputs("float_ids", 0)
+    program = program_of(fn, args, num_sms=gpu.num_ctas(1), name="float_ids_bad")
+    args = [a.cuda() for a in args]
+    ids = args[1].clone()
+    ids[2, 7] = bad
+    with pytest.raises(IndexError, match="out of range"):
+        run_gpu(program, [args[0], ids], {"sync": True, "watchdog_s": 2.0})
 
 
 @pytest.mark.gpu

@@ -179,16 +179,21 @@ def test_outer_product_matmul_is_a_broadcast_mul():
     assert torch.equal(megakittens.compile(torch.bmm)(a, b), torch.bmm(a, b))
 
 
-@pytest.mark.parametrize("case", ["head_2_labels", "head_no_bias", "k_3_features", "bmm_197_tokens"])
+@pytest.mark.parametrize("case", ["head_2_labels", "head_no_bias", "k_3_features", "k_1_feature", "full_bias_k_3",
+                                  "baddbmm_k_3", "bmm_197_tokens"])
 def test_products_off_tma_rows_are_padded(case):
     """K or N not a multiple of 8 (TMA's 16-byte rows): zero-padded operands (megakittens/gemm_padding.py),
     the product sliced back; exact against the product of the same bf16 operands, eager's strides."""
     if case.startswith("head"):
         lin = torch.nn.Linear(256, 2, bias=case == "head_2_labels").to(BF16).requires_grad_(False)
         fn, args = lin, [randn(5, 256)]
-    elif case == "k_3_features":
-        lin = torch.nn.Linear(3, 64).to(BF16).requires_grad_(False)
-        fn, args = lin, [randn(7, 3)]
+    elif case in ("k_3_features", "k_1_feature"):
+        lin = torch.nn.Linear(3 if case == "k_3_features" else 1, 64).to(BF16).requires_grad_(False)
+        fn, args = lin, [randn(2, 7, lin.in_features)]
+    elif case == "full_bias_k_3":
+        fn, args = (lambda c, a, b: torch.addmm(c, a, b)), [randn(5, 12), randn(5, 3), randn(3, 12)]
+    elif case == "baddbmm_k_3":
+        fn, args = (lambda c, a, b: torch.baddbmm(c, a, b)), [randn(2, 5, 12), randn(2, 5, 3), randn(2, 3, 12)]
     else:  # attention weights read beside the output: no Attention, two bmm over 197 tokens
         def fn(q, k, v):
             p = torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1)
@@ -200,7 +205,7 @@ def test_products_off_tma_rows_are_padded(case):
         assert o.shape == r.shape and o.stride() == r.stride(), (o.shape, o.stride(), r.stride())
         check_close(o, r)
     assert _gemm_itypes(), "the products run as Gemm instructions"
-    assert any(n.itype.startswith("Cat") for n in mk_backend.dispatchers[-1].program.nodes)
+    assert any(n.itype.startswith("Cat") for n in mk_backend.dispatchers[-1].program.nodes)  # the zero padding
 
 
 def test_gemm_tile_width_follows_the_sm_count():

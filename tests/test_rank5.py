@@ -40,6 +40,33 @@ def test_rank5_view_read_by_selects_and_a_slice_copy():
     assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
 
 
+def test_rank6_window_partition_and_reverse():
+    """Swin's window partition (B, H, W, C) -> (B H/w W/w, w, w, C) through a rank-6 view, transpose and copy,
+    and its reverse: the same copy through 4 dims (megakittens/rank5.py flatten_high_rank_copies), exact."""
+    def partition(x, w=4):
+        B, H, W, C = x.shape
+        return x.view(B, H // w, w, W // w, w, C).permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, w, w, C)
+
+    def reverse(win, B=2, H=8, W=12, w=4):
+        C = win.shape[-1]
+        return win.view(B, H // w, W // w, w, w, C).permute(0, 1, 3, 2, 4, 5).contiguous().view(B, H, W, C)
+
+    x = randn(2, 8, 12, 32)
+    fn = lambda x: reverse(partition(x) * 2.0) + x  # noqa: E731
+    out = megakittens.compile(fn)(x)
+    assert torch.equal(out, fn(x))
+
+
+def test_rank5_expand_copy():
+    """A mask unsqueezed and expanded over windows through 5 dims, copied and viewed back to 4 (Swin)."""
+    def fn(m, s):
+        return m.unsqueeze(0).expand(2, -1, -1, -1, -1).contiguous().view(8, 1, 16, 16) + s
+
+    m, s = randn(4, 1, 16, 16), randn(8, 1, 16, 16)
+    out = megakittens.compile(fn)(m, s)
+    assert torch.equal(out, fn(m, s))
+
+
 def test_rank5_view_selected_along_its_last_dim_keeps_the_error():
     def f(x):
         return x.view(2, 3, 4, 5, 8)[..., 1] * 2.0

@@ -75,3 +75,26 @@ def test_transposed_3d_copy_then_view():
 
     d = _check(f, randn(16, 24, 8))
     assert [n.itype for n in d.program.nodes][0] == "Copy(src=13)"
+
+
+def test_step_slices_of_a_grid_become_views():
+    """Swin's patch merging: the four phases x[:, a::2, b::2, :] of a 2 x 2 grid, concatenated; each step slice
+    a view with its phases merged into the next dim and a unit-step slice (megakittens/views.py), exact."""
+    def merge(x):
+        return torch.cat([x[:, 0::2, 0::2, :], x[:, 1::2, 0::2, :], x[:, 0::2, 1::2, :], x[:, 1::2, 1::2, :]], -1)
+
+    x = randn(2, 8, 12, 32)
+    out = megakittens.compile(merge)(x)
+    assert torch.equal(out, merge(x))
+
+
+def test_step_slice_of_the_last_dim_keeps_the_error():
+    with pytest.raises(Exception, match="step"):
+        megakittens.compile(lambda x: x[..., ::2] * 2.0)(randn(4, 16))
+
+
+def test_as_strided_that_is_a_view():
+    x = randn(2, 24)
+    fn = lambda x: torch.as_strided(x * 2.0, (2, 24, 1), (24, 1, 1)).squeeze(-1)  # noqa: E731
+    out = megakittens.compile(fn)(x)
+    assert torch.equal(out, fn(x))

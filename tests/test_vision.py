@@ -52,3 +52,21 @@ def test_hf_vision_encoders_match_eager(family):
     assert sum(k.startswith("Attention(causal=0") for k in kinds) == 2, kinds
     assert not any("onvolution" in k for k in kinds), kinds
     assert_gpu_bodies()
+
+
+def test_hf_swin_matches_eager():
+    """Swin whole: rank-6 window partitions and reverses (megakittens/rank5.py), shifted windows (torch.roll: a
+    cat of slices), patch merging's step slices (megakittens/views.py), the pooler's as_strided; its attention
+    (head dim 32, a runtime position-bias mask) on the score-matrix math."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.SwinConfig(image_size=64, patch_size=4, embed_dim=64, depths=[2, 2], num_heads=[2, 4],
+                                  window_size=4)
+    torch.manual_seed(0)
+    model = transformers.SwinModel(cfg).to(BF16).eval()
+    pixels = torch.randn(2, 3, 64, 64).to(BF16)
+    torch._dynamo.reset()
+    with torch.no_grad(), pytest.warns(megakittens.MathAttentionWarning):
+        out, ref = megakittens.compile(model)(pixels), model(pixels)
+    for field in ("last_hidden_state", "pooler_output"):
+        err = rel_err(getattr(out, field), getattr(ref, field))
+        assert err <= HIDDEN_TOL, f"{field}: relative error {err:.3g}"

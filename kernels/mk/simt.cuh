@@ -32,12 +32,16 @@ __device__ __forceinline__ float ld_f32(const SlotDesc& s, long long i) {
     default: return static_cast<float>(reinterpret_cast<const unsigned char*>(s.ptr)[i]);
   }
 }
-// Integer slots exactly (Embedding ids); floating slots truncate.
+// Integer slots exactly (Embedding ids); floating slots truncate. NaN and +-inf (megakittens/float_ids.py's
+// marks for ids fp32 cannot hold) read as -1, which every range check refuses: cvt would make NaN 0, a row.
 __device__ __forceinline__ long long ld_i64(const SlotDesc& s, long long i) {
   switch (slot_dtype(s)) {
     case Dt::i64: return reinterpret_cast<const long long*>(s.ptr)[i];
     case Dt::i32: return reinterpret_cast<const int*>(s.ptr)[i];
-    default: return static_cast<long long>(ld_f32(s, i));
+    default: {
+      const float f = ld_f32(s, i);
+      return f >= -9.0e18f && f <= 9.0e18f ? static_cast<long long>(f) : -1LL;
+    }
   }
 }
 // Rounds once to a floating dtype (round to nearest even, as torch); elements at ptr.
