@@ -11,6 +11,8 @@ that have one.
 - ``aten.split.Tensor`` / ``aten.split_with_sizes`` (GPT-2's fused q/k/v projection): one ``slice`` view
   per piece, which the tracer reads as a view of the input (no copy).
 - ``aten.unbind.int`` (``q, k, v = qkv.unbind(2)``): one ``select`` view per index, as ``split``.
+- ``aten.linalg_vector_norm`` of order 2 over the last dim (``F.normalize``: Swin v2's cosine attention):
+  sqrt of the row sum of squares in fp32, rounded once.
 - ``aten.roll`` along given dims (Swin's shifted windows): per dim, the last ``shift`` rows ahead of the rest,
   one ``cat`` of two slices (views).
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
@@ -188,6 +190,16 @@ def _roll(x: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) -> A
     return x
 
 
+def _vector_norm(x: torch.Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
+                 dtype: Optional[torch.dtype] = None) -> Any:
+    dims = [dim] if isinstance(dim, int) else list(dim or [])
+    if ord != 2 or x.dim() == 0 or len(dims) != 1 or dims[0] % x.dim() != x.dim() - 1 or \
+            not x.dtype.is_floating_point:
+        return NotImplemented
+    xf = x.to(torch.float32)
+    return torch.sqrt((xf * xf).sum(-1, keepdim=keepdim)).to(dtype or x.dtype)
+
+
 def _split_sizes(x: torch.Tensor, sizes: Sequence[int], dim: int = 0) -> list:
     dim = dim % x.dim() if x.dim() else 0
     out, start = [], 0
@@ -236,6 +248,7 @@ TABLE = {
     aten._safe_softmax.default: _safe_softmax,
     aten._log_softmax.default: _log_softmax,
     aten.roll.default: _roll,
+    aten.linalg_vector_norm.default: _vector_norm,
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_sizes,
     aten.unbind.int: _unbind,

@@ -262,7 +262,8 @@ def fold_constants(gm: torch.fx.GraphModule) -> int:
             continue
         value = env[node].contiguous()
         same = made.setdefault((value.dtype, value.device, tuple(value.shape)), [])
-        const = next((c for v, c in same if torch.equal(v, value)), None)
+        with unset_fake_temporarily():  # real constants compared (Dynamo's fake mode may be active)
+            const = next((c for v, c in same if torch.equal(v, value)), None)
         if const is None:
             name = f"_mk_const_{count}"
             while hasattr(gm, name):

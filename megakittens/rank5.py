@@ -17,7 +17,8 @@ traced. Two forms are common, and both are exact in four dims:
   partition ``x.view(B, H/w, w, W/w, w, C).permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, w, w, C)``, a mask
   unsqueezed and expanded over the windows): the chain's strided view with its size-1 dims dropped and the
   dims that walk memory together merged, which leaves 4 or fewer, rebuilt as one view of the source in memory
-  order, a permute, and an expand for broadcast dims, then the same copy and view.
+  order, a permute, and an expand for broadcast dims, then the same copy and view. A view of such a chain
+  that lays the source out unchanged (a permute of size-1 dims, no copy) is one view of the source.
 """
 from __future__ import annotations
 
@@ -162,11 +163,40 @@ def _as_4d_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor
     return emit(gm, aten.view.default, (y, shape))
 
 
+def _source(x: torch.fx.Node) -> torch.fx.Node:
+    """The first node of 4 dims or fewer up the chain of views that made the rank-5+ ``x``."""
+    while x.op == "call_function" and x.target in _CHAIN and val(x) is not None and val(x).dim() > 4:
+        x = x.args[0]
+    return x
+
+
+def _view_of_rank5_view(gm: torch.fx.GraphModule, w: torch.fx.Node) -> bool:
+    """A view to 4 dims or fewer of a rank-5+ view chain that lays the whole contiguous source out as it is
+    (Swin's window partition when one window covers the map: the permute moves only size-1 dims, so
+    ``.contiguous()`` copies nothing): ``w`` becomes one view of the source. Whether it was rewritten."""
+    if not (w.op == "call_function" and w.target in RESHAPES and isinstance(w.args[0], torch.fx.Node)):
+        return False
+    wv, xv = val(w), val(w.args[0])
+    if wv is None or xv is None or wv.dim() > 4 or xv.dim() <= 4 or _unrepeat_kv(w) is not w:
+        return False
+    src = _source(w.args[0])
+    sv = val(src)
+    if sv is None or sv.dim() > 4 or not sv.is_contiguous() or not wv.is_contiguous() or \
+            wv.numel() != sv.numel() or wv.storage_offset() != sv.storage_offset():
+        return False
+    with gm.graph.inserting_before(w), fake_mode(sv):
+        w.replace_all_uses_with(emit(gm, aten.view.default, (src, list(wv.shape))))
+    return True
+
+
 def flatten_high_rank_copies(gm: torch.fx.GraphModule) -> int:
     """Rewrite each copy of a rank-5+ view chain (module doc) through tensors of at most 4 dims; returns how
     many."""
     count = 0
     for node in list(gm.graph.nodes):
+        if _view_of_rank5_view(gm, node):
+            count += 1
+            continue
         if not (node.op == "call_function" and node.target is aten.clone.default and len(node.users) == 1 and
                 node.kwargs.get("memory_format", torch.contiguous_format) == torch.contiguous_format):
             continue
@@ -175,9 +205,7 @@ def flatten_high_rank_copies(gm: torch.fx.GraphModule) -> int:
         if not (w.op == "call_function" and w.target in RESHAPES and wv is not None and wv.dim() <= 4 and
                 xv is not None and xv.dim() > 4) or _unrepeat_kv(w) is not w:
             continue  # repeat_kv: the GQA of the SDPA that reads it (or flatten_repeat_kv)
-        src = x
-        while src.op == "call_function" and src.target in _CHAIN and val(src) is not None and val(src).dim() > 4:
-            src = src.args[0]
+        src = _source(x)
         sv = val(src)
         if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4 or not sv.is_contiguous():
             continue

@@ -177,3 +177,12 @@ def test_roll(shifts, dims):
     fn = lambda x: torch.roll(x, shifts, dims) + 1.0  # noqa: E731
     out = megakittens.compile(fn)(x)
     assert torch.equal(out, fn(x))
+
+
+def test_vector_norm_over_the_last_dim():
+    """F.normalize / torch.linalg.vector_norm(x, 2, -1): sqrt of the row sum of squares in fp32."""
+    x = randn(6, 40, 64)
+    for fn in (lambda x: F.normalize(x, dim=-1), lambda x: torch.linalg.vector_norm(x, 2, -1, keepdim=True) * x):
+        torch._dynamo.reset()
+        out = megakittens.compile(fn)(x)
+        assert rel_err(out, fn(x)) <= 1e-2

@@ -4,6 +4,7 @@ is LayerNorm, full (non-causal) SDPA, GELU and linear layers. Tiny configs, rand
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import pytest
 import torch
@@ -54,19 +55,26 @@ def test_hf_vision_encoders_match_eager(family):
     assert_gpu_bodies()
 
 
-def test_hf_swin_matches_eager():
-    """Swin whole: rank-6 window partitions and reverses (megakittens/rank5.py), shifted windows (torch.roll: a
-    cat of slices), patch merging's step slices (megakittens/views.py), the pooler's as_strided; its attention
-    (head dim 32, a runtime position-bias mask) on the score-matrix math."""
+@pytest.mark.parametrize("model,image,window", [("Swin", 64, 4), ("Swin", 60, 4), ("Swin", 64, 8), ("Swinv2", 64, 4)])
+def test_hf_swin_matches_eager(model, image, window):
+    """Swin whole: rank-6 window partitions and reverses (megakittens/rank5.py; with one window over the map, a
+    plain view), shifted windows (torch.roll: a cat of slices), patch merging's step slices
+    (megakittens/views.py), the pooler's as_strided, a map padded to the windows (60: equal folded padding
+    constants shared); its attention (head dims 8 / 16, a runtime position-bias mask) on the score-matrix math.
+    Swin v2's cosine attention (F.normalize: an order-2 vector norm) against the fp32 model."""
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.SwinConfig(image_size=64, patch_size=4, embed_dim=64, depths=[2, 2], num_heads=[2, 4],
-                                  window_size=4)
+    if not hasattr(transformers, f"{model}Config"):
+        pytest.skip(f"transformers {transformers.__version__} has no {model}Config")
+    cfg = getattr(transformers, f"{model}Config")(image_size=image, patch_size=4, embed_dim=16, depths=[1, 1],
+                                                  num_heads=[1, 2], window_size=window)
     torch.manual_seed(0)
-    model = transformers.SwinModel(cfg).to(BF16).eval()
-    pixels = torch.randn(2, 3, 64, 64).to(BF16)
+    m = getattr(transformers, f"{model}Model")(cfg).to(BF16).eval()
+    pixels = torch.randn(2, 3, image, image).to(BF16)
     torch._dynamo.reset()
-    with torch.no_grad(), pytest.warns(megakittens.MathAttentionWarning):
-        out, ref = megakittens.compile(model)(pixels), model(pixels)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", megakittens.MathAttentionWarning)
+        out = megakittens.compile(m)(pixels)
+        ref = m.float()(pixels.float()) if model == "Swinv2" else m(pixels)
     for field in ("last_hidden_state", "pooler_output"):
         err = rel_err(getattr(out, field), getattr(ref, field))
         assert err <= HIDDEN_TOL, f"{field}: relative error {err:.3g}"
