@@ -27,7 +27,8 @@ that have one.
   ``aten.native_group_norm`` (wav2vec2's feature encoder): elementwise in fp32 around per-channel statistics
   (group norm: row means over each group's values, as LayerNorm's), rounded once, as eager's kernels compute
   them. ``aten.mean.dim`` / ``aten.sum.dim_IntList`` over several trailing dims (global average pooling,
-  ``x.mean((-2, -1))``): one reduction over the merged last dim.
+  ``x.mean((-2, -1))``): one reduction over the merged last dim. ``aten.sum.default`` / ``aten.mean.default``
+  (every element: ``x.sum()``): row sums in fp32 over up to 1024 rows, then their sum, rounded once.
 
 - ``aten._weight_norm_interface`` (``nn.utils.weight_norm``: wav2vec2 / HuBERT's positional convolution):
   the norm of v over every dim but one, as a row sum, then v g / norm, in fp32 and rounded once.
@@ -120,6 +121,31 @@ def _trailing_reduction(op, x: torch.Tensor, dim: Optional[Sequence[int]], keepd
         return NotImplemented
     out = op(x.reshape(*x.shape[:r - k], -1), -1, keepdim, dtype=dtype)
     return out.reshape(*x.shape[:r - k], *([1] * k)) if keepdim else out
+
+
+def _full_reduction(x: torch.Tensor, mean: bool, dtype: Optional[torch.dtype]) -> Any:
+    """x.sum() / x.mean() (every element, a 0-dim result): row sums of x's elements as (R, N / R) in fp32 (R up
+    to 1024, so the rows spread over the SMs), their sum, the mean's division, rounded once to the result
+    dtype (eager accumulates a 16-bit tensor in fp32 and rounds once as well)."""
+    n = x.numel()
+    if x.dim() == 0 or n == 0 or not x.dtype.is_floating_point:
+        return NotImplemented
+    rows = 1
+    while rows < 1024 and n % (rows * 2) == 0 and n // (rows * 2) >= 256:
+        rows *= 2
+    partial = aten.sum.dim_IntList(x.reshape(rows, n // rows), [-1], False, dtype=torch.float32)
+    total = aten.sum.dim_IntList(partial, [-1], False)
+    if mean:
+        total = total * (1.0 / n)
+    return total.to(dtype or x.dtype)
+
+
+def _sum_all(x: torch.Tensor, *, dtype: Optional[torch.dtype] = None) -> Any:
+    return _full_reduction(x, False, dtype)
+
+
+def _mean_all(x: torch.Tensor, *, dtype: Optional[torch.dtype] = None) -> Any:
+    return _full_reduction(x, True, dtype)
 
 
 def _mean_dims(x, dim, keepdim=False, *, dtype=None) -> Any:
@@ -243,6 +269,8 @@ TABLE = {
     aten.hardswish.default: _hardswish,
     aten.mean.dim: _mean_dims,
     aten.sum.dim_IntList: _sum_dims,
+    aten.sum.default: _sum_all,
+    aten.mean.default: _mean_all,
     aten.baddbmm.default: _baddbmm,
     aten._softmax.default: _softmax,
     aten._safe_softmax.default: _safe_softmax,

@@ -187,6 +187,21 @@ def test_cumsum_with_a_dtype():
     assert torch.equal(out, fn(w, ids))
 
 
+@pytest.mark.parametrize("shape", [(8,), (3, 7, 5), (512, 4096)])
+def test_full_reductions(shape):
+    """x.sum() / x.mean() (0-dim results): row sums in fp32 over up to 1024 rows, then their sum (decompose.py),
+    rounded once; against eager and the fp64 sum."""
+    x = randn(*shape)
+    for fn in (lambda x: x.sum() * 2.0, lambda x: x.mean() * x, lambda x: x.float().sum()):
+        torch._dynamo.reset()
+        out, ref = megakittens.compile(fn)(x), fn(x)
+        assert out.shape == ref.shape and out.dtype == ref.dtype
+        assert rel_err(out, ref) <= 1e-2
+    exact = x.double().sum()
+    out = megakittens.compile(lambda x: x.float().sum())(x)
+    assert abs(float(out) - float(exact)) <= 1e-5 * float(x.double().abs().sum())
+
+
 # ---- cat ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
