@@ -504,9 +504,9 @@ std::string unsupported_hint(const std::string& target) {
            "fallback=\"eager\"";
   if (starts("aten.sum.") || starts("aten.mean.") || starts("aten.amax.") || starts("aten.amin.") ||
       starts("aten.max.") || starts("aten.min."))
-    return "; RowReduce sums, averages or takes the max over the last dim only (x.sum(-1), x.mean(-1), "
-           "x.amax(-1)): not over every element or another dim, no min, and no max with indices (x.max(-1)); "
-           "or fallback=\"eager\"";
+    return "; RowReduce sums, averages or takes the max over the last dim (x.sum(-1), x.mean(-1), x.amax(-1); "
+           "sums and means over every element too, x.sum()): not over another dim, no min, and no max with "
+           "indices (x.max(-1)); or fallback=\"eager\"";
   if (target == "aten.mv.default" || target == "aten.dot.default")
     return "; Gemm takes matrices: x.unsqueeze(0) @ w (rows of 8-element multiples), or fallback=\"eager\"";
   if (starts("aten.pow.Tensor_Tensor") || starts("aten.pow.Scalar"))
