@@ -125,14 +125,6 @@ class _IntAsFloat(_BoolAsFloat):
         big = self._nonzero(d, "gt")
         return self._emit(aten.div.Tensor, (x, self._emit(aten.rsub.Scalar, (big, 1.0))))
 
-    def _constant(self, name: str, value: torch.Tensor) -> torch.fx.Node:
-        if not hasattr(self.gm, name):
-            self.gm.register_buffer(name, value, persistent=False)
-        with self.gm.graph.inserting_before(self.before):
-            const = self.gm.graph.get_attr(name)
-        const.meta["val"] = getattr(self.gm, name)
-        return const
-
     def _cumsum(self, x: torch.fx.Node, s: int) -> torch.fx.Node:
         # tril[j, i] = 1 for i <= j: row j sums x[.., :j + 1]
         tril = self._constant(f"_mk_tril_f32_{s}", torch.ones(s, s, device=val(x).device).tril())

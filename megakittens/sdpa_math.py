@@ -41,6 +41,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import decompose, fold
 from megakittens.fold import _MASK_ARGS, _SDPA, _bound_args
+from megakittens.fx_nodes import emit
 
 _TARGETS = _SDPA | {"aten._scaled_dot_product_flash_attention.default"}
 
@@ -199,14 +200,17 @@ class _BoolAsFloat:
         self.gm, self.before, self.fake_mode, self.done = gm, before, fake_mode, {}
 
     def _emit(self, target, args, kwargs=None) -> torch.fx.Node:
-        vals = torch.fx.node.map_arg(args, lambda a: a.meta["val"])
-        with self.fake_mode:
-            vals = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: _fake(self.fake_mode, t), vals)
-            val = target(*vals, **(kwargs or {}))
+        with self.gm.graph.inserting_before(self.before), self.fake_mode:
+            return emit(self.gm, target, args, kwargs)
+
+    def _constant(self, name: str, value: torch.Tensor) -> torch.fx.Node:
+        """A get_attr of ``value`` registered as ``name`` (once per graph), before ``self.before``."""
+        if not hasattr(self.gm, name):
+            self.gm.register_buffer(name, value, persistent=False)
         with self.gm.graph.inserting_before(self.before):
-            out = self.gm.graph.call_function(target, tuple(args), kwargs or {})
-        out.meta["val"] = val
-        return out
+            const = self.gm.graph.get_attr(name)
+        const.meta["val"] = getattr(self.gm, name)
+        return const
 
     def convert(self, n) -> Optional[torch.fx.Node]:
         if not isinstance(n, torch.fx.Node):
@@ -224,13 +228,7 @@ class _BoolAsFloat:
             value = getattr(self.gm, str(n.target), None)
             if not isinstance(value, torch.Tensor):
                 return None
-            name = f"{n.target}_f32"
-            if not hasattr(self.gm, name):
-                self.gm.register_buffer(name, value.to(torch.float32), persistent=False)
-            with self.gm.graph.inserting_before(self.before):
-                const = self.gm.graph.get_attr(name)
-            const.meta["val"] = getattr(self.gm, name)
-            return const
+            return self._constant(f"{n.target}_f32", value.to(torch.float32))
         if n.op != "call_function":  # a boolean graph input: 0 / 1 by a cast
             return self._emit(aten._to_copy.default, (n,), {"dtype": torch.float32})
         t, args = n.target, n.args
