@@ -20,7 +20,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import (_C, artifacts, decompose, eager_attention, fallback, float_ids, fold, fx_export, gather,
-                         gemm_padding, rank5, scalars, sdpa_math, views)
+                         gemm_padding, loss, rank5, scalars, sdpa_math, views)
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options, work_queue_for
 
@@ -79,6 +79,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
     gm.graph.eliminate_dead_code()  # e.g. LayerNorm's mean / rstd outputs (megakittens/decompose.py), unread
     float_ids.embedding_ids_in_float(gm)  # RoBERTa's / OPT's position ids, x[ids], x[i, j]: ids in fp32
+    loss.nll_loss_as_reductions(gm)  # cross_entropy over labels: one-hot products and row sums
     scalars.scalars_as_vectors(gm)  # CLIP's logit_scale.exp(): 0-dim elementwise on (1,) views
     gm.recompile()
     # Masks become Attention's; other head dims the score-matrix math (with fallback="eager": PyTorch's SDPA

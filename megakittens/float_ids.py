@@ -33,6 +33,7 @@ IndexError, as eager.
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import torch
@@ -88,6 +89,12 @@ class _IntAsFloat(_BoolAsFloat):
         if t in _VIEWS:
             x = self.convert(args[0])
             return None if x is None else self._emit(t, (x,) + tuple(args[1:]), dict(n.kwargs))
+        if t is aten.constant_pad_nd.default and len(args) >= 2 and v.dim() <= 4:
+            x, value = self.convert(args[0]), (args[2] if len(args) > 2 else 0)
+            return None if x is None or abs(value) >= _EXACT else self._pad(x, list(args[1]), float(value))
+        if t is aten.cat.default:
+            xs = [self.convert(a) for a in args[0]]
+            return None if any(x is None for x in xs) else self._emit(t, (xs,) + tuple(args[1:]))
         if t is aten.argmax.default and len(args) == 2 and val(args[0]) is not None and \
                 args[1] % max(val(args[0]).dim(), 1) == val(args[0]).dim() - 1 and val(args[0]).dim() in (1, 2, 3):
             x = self.convert(args[0]) if val(args[0]).dtype in _INTS or val(args[0]).dtype == torch.bool else \
@@ -106,6 +113,27 @@ class _IntAsFloat(_BoolAsFloat):
         cols = self._constant(f"_mk_cols_f32_{s}", torch.arange(s, dtype=torch.float32, device=val(x).device))
         idx = self._emit(aten.sum.dim_IntList, (self._emit(aten.mul.Tensor, (first, cols)), [-1]))
         return self._emit(aten.unsqueeze.default, (idx, -1)) if keepdim else idx
+
+    def _pad(self, x: torch.fx.Node, pad: list, value: float) -> torch.fx.Node:
+        """F.pad's constant mode on fp32 ``x`` (pairs from the last dim backwards; negative pads crop): a Cat
+        with constant blocks, as megakittens/convolution.py pads floats (Hugging Face pads its labels with
+        ignore_index before shifting them)."""
+        for i in range(len(pad) // 2):
+            shape = list(val(x).shape)
+            dim, before, after = len(shape) - 1 - i, pad[2 * i], pad[2 * i + 1]
+            if before < 0 or after < 0:
+                x = self._emit(aten.slice.Tensor, (x, dim, max(0, -before), shape[dim] - max(0, -after)))
+                shape = list(val(x).shape)
+            parts = [x]
+            for side, amount in ((0, before), (1, after)):
+                if amount > 0:
+                    block = shape[:dim] + [amount] + shape[dim + 1:]
+                    name = re.sub(r"\W", "_", f"_mk_full_f32_{'x'.join(map(str, block))}_{value}")
+                    const = self._constant(name, torch.full(block, value, device=val(x).device))
+                    parts.insert(0 if side == 0 else len(parts), const)
+            if len(parts) > 1:
+                x = self._emit(aten.cat.default, (parts, dim))
+        return x
 
     def _as_f32(self, x: torch.fx.Node) -> torch.fx.Node:
         """A comparison's operand: an integer converted (a graph input guarded), anything else cast."""
