@@ -16,11 +16,11 @@ from typing import Any, Callable, Optional
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import (_C, artifacts, decompose, eager_attention, fallback, float_ids, fold, fx_export, gather,
-                         gemm_padding, loss, rank5, scalars, sdpa_math, views)
+                         gemm_padding, loss, masks, rank5, scalars, sdpa_math, views)
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options, work_queue_for
 
@@ -58,16 +58,8 @@ def _print_graph(gm: torch.fx.GraphModule, name: str, is_backward: bool) -> None
         gm.graph.print_tabular()
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
-                  is_backward: bool = False) -> Callable:
-    """Compile one aten graph; returns a boxed callable (args list -> outputs).
-
-    Raises CompileError (from the tracer or scheduler) naming the node, op and constraint; a backward
-    graph raises "no backward instruction types". With ``fallback="eager"`` nothing raises for an
-    unsupported op: see ``_compile_partitioned``.
-    """
-    if options.verbose:
-        _print_graph(gm, name, is_backward)
+def _rewrite(gm: torch.fx.GraphModule, options: Options) -> None:
+    """The FX passes over the aten graph, in order (each module's doc says what it rewrites)."""
     fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
     rank5.select_from_rank5_views(gm)  # BLOOM's (B, S, H, 3, D) view of its fused q / k / v
     rank5.flatten_high_rank_copies(gm)  # Swin's rank-6 window partitions, copied through 4 dims
@@ -86,8 +78,24 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     # between megakernels).
     sdpa_math.decompose_unsupported_sdpa(gm, math_ok=options.fallback is None)
     rank5.flatten_repeat_kv(gm)  # GQA's rank-5 copies that no SDPA reads, in four dims
+    if masks.masks_in_float(gm):  # masked_fill / where / x * mask outside attention: masks as fp32 0 / 1
+        scalars.scalars_as_vectors(gm)  # a count of kept positions divides a 0-dim sum
     if gemm_padding.pad_unaligned_products(gm):  # K or N off TMA's 16-byte rows: zero-padded
         fold.fold_constants(gm)  # the zero blocks
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Options, name: str,
+                  is_backward: bool = False) -> Callable:
+    """Compile one aten graph; returns a boxed callable (args list -> outputs).
+
+    Raises CompileError (from the tracer or scheduler) naming the node, op and constraint; a backward
+    graph raises "no backward instruction types". With ``fallback="eager"`` nothing raises for an
+    unsupported op: see ``_compile_partitioned``.
+    """
+    if options.verbose:
+        _print_graph(gm, name, is_backward)
+    with unset_fake_temporarily():  # AOTAutograd calls its compiler inside its fake mode: constants stay real
+        _rewrite(gm, options)
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
     # Strided inputs arrive as contiguous copies (the dispatcher makes them), so trace them as such.

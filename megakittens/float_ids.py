@@ -46,6 +46,8 @@ from megakittens.sdpa_math import _CMP, _VIEWS, _BoolAsFloat
 aten = torch.ops.aten
 _INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 _EXACT = 2 ** 24  # fp32 holds every integer below it
+_CMP_T = {aten.eq.Tensor: "eq", aten.ne.Tensor: "ne", aten.gt.Tensor: "gt", aten.ge.Tensor: "ge",
+          aten.lt.Tensor: "lt", aten.le.Tensor: "le"}
 _ARITH = (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.add.Scalar, aten.sub.Scalar, aten.mul.Scalar,
           aten.rsub.Scalar, aten.neg.default)
 
@@ -60,6 +62,14 @@ class _IntAsFloat(_BoolAsFloat):
                 isinstance(n.args[1], (int, float)) and abs(n.args[1]) >= _EXACT and val(n.args[0]) is not None and \
                 val(n.args[0]).dtype in _INTS:
             return None  # a number fp32 does not hold: the comparison could flip
+        if v is not None and v.dtype == torch.bool and call(n, *_CMP_T) and len(n.args) == 2 and \
+                all(isinstance(a, torch.fx.Node) for a in n.args):
+            a, b = (self._as_f32(a) for a in n.args)
+            if a is None or b is None:
+                return None
+            op = _CMP_T[n.target]
+            f = self._nonzero(self._emit(aten.sub.Tensor, (a, b)), {"eq": "ne", "le": "gt", "ge": "lt"}.get(op, op))
+            return self._emit(aten.rsub.Scalar, (f, 1.0)) if op in ("eq", "le", "ge") else f
         if v is None or v.dtype == torch.bool:
             return super()._convert(n)
         if v.dtype not in _INTS:
@@ -89,6 +99,11 @@ class _IntAsFloat(_BoolAsFloat):
         if t in _VIEWS:
             x = self.convert(args[0])
             return None if x is None else self._emit(t, (x,) + tuple(args[1:]), dict(n.kwargs))
+        if t in (aten.maximum.default, aten.minimum.default):
+            a, b = self.convert(args[0]), self.convert(args[1])
+            return None if a is None or b is None else self._emit(t, (a, b))
+        if t in (aten.sum.default, aten.sum.dim_IntList) and val(args[0]) is not None and val(args[0]).dim() >= 1:
+            return self._sum(n)
         if t is aten.constant_pad_nd.default and len(args) >= 2 and v.dim() <= 4:
             x, value = self.convert(args[0]), (args[2] if len(args) > 2 else 0)
             return None if x is None or abs(value) >= _EXACT else self._pad(x, list(args[1]), float(value))
@@ -114,6 +129,24 @@ class _IntAsFloat(_BoolAsFloat):
         idx = self._emit(aten.sum.dim_IntList, (self._emit(aten.mul.Tensor, (first, cols)), [-1]))
         return self._emit(aten.unsqueeze.default, (idx, -1)) if keepdim else idx
 
+    def _sum(self, n: torch.fx.Node) -> Optional[torch.fx.Node]:
+        """A sum of integers or booleans (a count of kept positions) over the last dim or every element, in
+        fp32 (exact below 2^24)."""
+        xv = val(n.args[0])
+        dims = n.args[1] if n.target is aten.sum.dim_IntList and len(n.args) > 1 else None
+        keep = bool(n.args[2]) if n.target is aten.sum.dim_IntList and len(n.args) > 2 else \
+            bool(n.kwargs.get("keepdim", False))
+        if xv.numel() >= _EXACT or (dims and [d % xv.dim() for d in dims] != [xv.dim() - 1]):
+            return None
+        x = self.convert(n.args[0])
+        if x is None:
+            return None
+        if not dims:  # every element: one row
+            x = self._emit(aten.view.default, (x, [-1])) if xv.dim() != 1 else x
+            y = self._emit(aten.sum.dim_IntList, (x, [-1]))
+            return self._emit(aten.view.default, (y, [1] * xv.dim())) if keep else y
+        return self._emit(aten.sum.dim_IntList, (x, [-1], keep))
+
     def _pad(self, x: torch.fx.Node, pad: list, value: float) -> torch.fx.Node:
         """F.pad's constant mode on fp32 ``x`` (pairs from the last dim backwards; negative pads crop): a Cat
         with constant blocks, as megakittens/convolution.py pads floats (Hugging Face pads its labels with
@@ -136,8 +169,11 @@ class _IntAsFloat(_BoolAsFloat):
         return x
 
     def _as_f32(self, x: torch.fx.Node) -> torch.fx.Node:
-        """A comparison's operand: an integer converted (a graph input guarded), anything else cast."""
+        """A comparison's operand: an integer converted (a graph input guarded), a boolean converted (None
+        where it does not), anything else cast."""
         v = val(x)
+        if v is not None and v.dtype == torch.bool:
+            return self.convert(x)
         if v is not None and v.dtype in _INTS:
             f = self.convert(x)
             if f is not None:

@@ -16,7 +16,7 @@ UNARY_OPS = ("identity", "relu", "abs", "exp", "exp2", "log", "log2", "neg", "sq
 # Scalar forms, written "name:k" (e.g. "mul_scalar:0.125"); k is rounded to fp32 as the compiler does
 # (canonical %.9g text, then fp32).
 UNARY_SCALAR_OPS = ("add_scalar", "mul_scalar", "div_scalar", "pow_scalar", "clamp_min", "clamp_max")
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "select")
 
 _UNARY_FNS = {
     "identity": lambda t: t,
@@ -90,6 +90,8 @@ def _binary_fp32(a: Tensor, b: Tensor, op: str, alpha: float) -> Tensor:
         return x * y
     if op == "div":
         return x / y
+    if op == "select":
+        return torch.where(x != 0, y, 0.0)
     return torch.maximum(x, y) if op == "maximum" else torch.minimum(x, y)
 
 
@@ -117,7 +119,8 @@ def _(x, ops):
 def elementwise_binary(a: Tensor, b: Tensor, op: str, alpha: float = 1.0) -> Tensor:
     """y = a <op> b: a, b same shape (no broadcasting), bf16; y same shape and dtype.
 
-    op: add (a + alpha*b), sub (a - alpha*b), mul, div (true division), maximum, minimum; fp32, rounded once.
+    op: add (a + alpha*b), sub (a - alpha*b), mul, div (true division), maximum, minimum, select (b where
+    a != 0, else 0); fp32, rounded once.
     Raises ValueError for an unknown op or different shapes.
     """
     return _binary_fp32(a, b, op, alpha).to(a.dtype)
@@ -140,6 +143,20 @@ def elementwise_binary_(a: Tensor, b: Tensor, op: str, alpha: float = 1.0) -> No
 @elementwise_binary_.register_fake
 def _(a, b, op, alpha=1.0):
     return None
+
+
+@torch.library.custom_op("megakittens::select", mutates_args=())
+def select(mask: Tensor, x: Tensor) -> Tensor:
+    """y = x where mask != 0, else 0 (``torch.where(mask != 0, x, 0)``): mask and x floating, broadcasting as
+    torch's binary ops (rank <= 4); y their broadcast shape, x's dtype. One ElementwiseBinary(op=select):
+    megakittens/masks.py writes ``where(c, a, b)`` as ``select(m, a) + select(1 - m, b)`` with m = c as 0 / 1,
+    which keeps an inf or NaN of the branch not taken out of the sum."""
+    return torch.where(mask != 0, x, torch.zeros((), dtype=x.dtype)).contiguous()
+
+
+@select.register_fake
+def _(mask, x):
+    return x.new_empty(torch.broadcast_shapes(mask.shape, x.shape))
 
 
 @torch.library.custom_op("megakittens::rms_norm", mutates_args=())

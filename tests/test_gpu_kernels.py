@@ -128,6 +128,11 @@ def g_chained_scalar(x, y):  # scalar steps between binary ops and a custom op l
     return (b / 3 + torch.sigmoid(y),)
 
 
+def g_select(x, y):  # megakittens/masks.py's where: a 0 / 1 mask from y's sign, both branches, one inf
+    m = (y * 1e30).clamp(0, 1)
+    return (mkops.select(m, x), mkops.select(m, x * 2) + mkops.select(1 - m, (x * 100).exp()))
+
+
 def g_swiglu(x, wg, wu):
     return (F.silu(x @ wg) * (x @ wu),)
 
@@ -136,6 +141,7 @@ EW_CASES = {  # name: (fn, input shapes, input scale, output names)
     "ew_unary_ragged": (g_new_unary, [(300, 520)], 3.0, NEW_UNARY_NAMES),
     "ew_scalar": (g_scalar, [(300, 520)], 1.0, SCALAR_NAMES),
     "ew_chained": (g_chained_scalar, [(256, 1024), (256, 1024)], 1.0, ["chain"]),
+    "ew_select": (g_select, [(300, 520), (300, 520)], 1.0, ["select", "where"]),
     "ew_swiglu": (g_swiglu, [(256, 512), (512, 1024), (512, 1024)], 512 ** -0.25, ["swiglu"]),
 }
 

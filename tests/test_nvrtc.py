@@ -266,12 +266,14 @@ def test_attention_parameters_reach_the_kernel():
 # ---- elementwise ops (issue 6): new unary ops and scalar forms compile, constants exact ---------------
 
 @pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("case", ["ew_unary_ragged", "ew_scalar", "ew_chained"])
+@pytest.mark.parametrize("case", ["ew_unary_ragged", "ew_scalar", "ew_chained", "ew_select"])
 def test_elementwise_ops_compile_without_spills(case, cluster):
     fn, shapes, _, _ = EW_CASES[case]
     p = program_for(fn, shapes, cluster_size=cluster)
     src, cubin, log = _compile(p)
     assert len(cubin) > 0
+    if case == "ew_select":
+        assert "mk::Binary::select" in src
     if case == "ew_unary_ragged":
         for op in ("silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square"):
             assert f"mk::ElementwiseUnary<mk::Unary::{op}>" in src

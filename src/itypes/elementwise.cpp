@@ -151,7 +151,7 @@ InstrDesc ElementwiseUnary::instruction(const NodeInfo& n, int64_t i) const {
 // ---- ElementwiseBinary ----
 
 const std::vector<std::string>& ElementwiseBinary::supported_ops() {
-  static const std::vector<std::string> ops = {"add", "sub", "mul", "div", "maximum", "minimum"};
+  static const std::vector<std::string> ops = {"add", "sub", "mul", "div", "maximum", "minimum", "select"};
   return ops;
 }
 
@@ -310,6 +310,7 @@ float binary_apply(BinaryOp op, float a, float b, float alpha) {
     // torch.maximum/minimum propagate NaN.
     case BinaryOp::maximum: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::max(a, b);
     case BinaryOp::minimum: return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : std::min(a, b);
+    case BinaryOp::select: return a != 0.0f ? b : 0.0f;
   }
   return std::numeric_limits<float>::quiet_NaN();  // unreachable: parse_binary_op checks the name
 }

@@ -45,8 +45,10 @@ void require_ew_operand(const NodeInfo&, int k, const char* what, uint8_t mask);
 bool ew_reads_view(const TensorRange&);
 
 // The binary ops in fp32, torch semantics: add/sub are a +- alpha * b, div is true division, maximum and
-// minimum propagate NaN. The device's mk::binary (kernels/mk/itypes/elementwise.cuh) computes the same.
-enum class BinaryOp { add, sub, mul, div, maximum, minimum };
+// minimum propagate NaN; select is b where a != 0, else 0 (torch.where(a != 0, b, 0): the masked_fill / where
+// of megakittens/masks.py, whose masks are 0 / 1). The device's mk::binary (kernels/mk/itypes/elementwise.cuh)
+// computes the same.
+enum class BinaryOp { add, sub, mul, div, maximum, minimum, select };
 const char* binary_op_name(BinaryOp);  // "add"
 BinaryOp parse_binary_op(const std::string& name);  // throws CompileError naming the supported ops
 float binary_apply(BinaryOp, float a, float b, float alpha);

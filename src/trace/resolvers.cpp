@@ -399,6 +399,8 @@ const std::map<std::string, Entry>& registry() {
         [](const OpCall& c) -> Resolution {
           return {std::make_shared<ElementwiseUnary>(split_ops(c, c.str("ops"))), c.target(), {&c.tensor("x")}};
         }}},
+      {"megakittens.select.default",
+       {"mask, x", [](const OpCall& c) { return binary_on(c, "select", 1.0, c.tensor("mask"), c.tensor("x")); }}},
       {"megakittens.elementwise_binary.default",
        {"a, b, op, alpha",
         [](const OpCall& c) -> Resolution {

@@ -455,6 +455,7 @@ TEST(ElementwiseIType, ExecuteBinaryMatchesNaive) {
       {ElementwiseBinary("div"), [](double a, double b) { return a / b; }},
       {ElementwiseBinary("maximum"), [](double a, double b) { return std::max(a, b); }},
       {ElementwiseBinary("minimum"), [](double a, double b) { return std::min(a, b); }},
+      {ElementwiseBinary("select"), [](double a, double b) { return a != 0.0 ? b : 0.0; }},
   };
   for (const auto& [t, f] : cases) {
     // a is W[1] of W (3, 140, 260), sliced to columns [4, 260).

@@ -12,7 +12,7 @@
 
 namespace mk {
 
-enum class Binary { add, sub, mul, div, maximum, minimum };
+enum class Binary { add, sub, mul, div, maximum, minimum, select };
 
 template <Unary... Us>
 struct UnaryFn {
@@ -47,7 +47,8 @@ __device__ __forceinline__ float binary(float a, float b, float alpha) {
   else if constexpr (B == Binary::mul) return a * b;
   else if constexpr (B == Binary::div) return __fdiv_rn(a, b);
   else if constexpr (B == Binary::maximum) return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
-  else return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
+  else if constexpr (B == Binary::minimum) return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
+  else return a != 0.f ? b : 0.f;  // select
 }
 
 // An fp32 value rounded to a 16-bit float and back (ElementwiseFused: a step's value rounded to its step

@@ -1,0 +1,116 @@
+"""FX pass over the aten graph: boolean masks and integer tensors that floating-point ops read, recomputed in
+fp32 (``float_ids._IntAsFloat``: 0 / 1 for booleans, exact integers below 2^24).
+
+No instruction type computes booleans or integers, yet models build masks outside attention:
+``scores.masked_fill(mask, min)`` written out (DeBERTa, Funnel), ``hidden * mask[..., None]`` (BLOOM,
+SqueezeBERT, XLNet), ``where(mask, x, 0)``, a count of kept labels (``cross_entropy``'s label smoothing
+divides by ``(~ignored).sum()``). ``masks_in_float`` rewrites each floating-point node that reads such a
+tensor:
+
+- ``where(c, a, b)``: ``select(m, a) + select(1 - m, b)`` with m = c as 0 / 1 and ``megakittens.select``
+  (ElementwiseBinary(op=select): x where m != 0, else 0). One term is exactly 0, so the sum is the branch
+  taken, bit for bit, and an inf or NaN in the branch not taken stays out (an arithmetic blend
+  ``a m + b (1 - m)`` would turn ``masked_fill(.., -inf)`` into NaN). ``masked_fill(x, c, v)`` is
+  ``where(c, v, x)``; a and b are cast to the result dtype first, as eager's where does.
+- ``_to_copy`` of a boolean or integer to a float: the converted tensor, cast.
+- any other pointwise op (``torch.Tag.pointwise``: ``x * mask``, ``total / count`` with an integer count):
+  the same op on the converted operands, cast back to the node's dtype where fp32 operands promoted it.
+
+Operands whose chain does not convert (``_IntAsFloat``'s module doc lists what does) leave the node as it
+is; the support report then names the op. A comparison of a NaN counts as true here (eager: false except
+``!=``).
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from megakittens.float_ids import _INTS, _IntAsFloat
+from megakittens.fx_nodes import finish, val
+
+aten = torch.ops.aten
+_WHERE = (aten.where.self,)
+_FILL = (aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+
+
+def _exact(v) -> bool:
+    return v is not None and (v.dtype == torch.bool or v.dtype in _INTS)
+
+
+def _operand(conv: _IntAsFloat, a, dtype: torch.dtype, device) -> torch.fx.Node:
+    """A where operand as a tensor of ``dtype`` (a number as a one-element constant, a 0-dim tensor viewed
+    (1,)); None where an integer operand does not convert."""
+    if not isinstance(a, torch.fx.Node):
+        name = re.sub(r"\W", "_", f"_mk_scalar_{str(dtype).split('.')[-1]}_{a!r}")
+        return conv._constant(name, torch.tensor([a], dtype=dtype, device=device))
+    v = val(a)
+    if _exact(v):
+        a = conv.convert(a)
+        if a is None:
+            return None
+        v = val(a)
+    if v.dtype != dtype:
+        a = conv._emit(aten._to_copy.default, (a,), {"dtype": dtype})
+    return conv._emit(aten.view.default, (a, [1])) if v.dim() == 0 else a
+
+
+def _where(conv: _IntAsFloat, c, a, b, out: torch.Tensor):
+    m = conv.convert(c)
+    a, b = _operand(conv, a, out.dtype, out.device), _operand(conv, b, out.dtype, out.device)
+    if m is None or a is None or b is None:
+        return None
+    e = conv._emit
+    keep = e(torch.ops.megakittens.select.default, (m, a))
+    other = e(torch.ops.megakittens.select.default, (e(aten.rsub.Scalar, (m, 1.0)), b))
+    y = e(aten.add.Tensor, (keep, other))
+    return y if list(val(y).shape) == list(out.shape) else e(aten.expand.default, (y, list(out.shape)))
+
+
+def _rewrite(conv: _IntAsFloat, node: torch.fx.Node):
+    t, args, out = node.target, node.args, val(node)
+    if t in _WHERE:
+        return _where(conv, args[0], args[1], args[2], out)
+    if t in _FILL:
+        return _where(conv, args[1], args[2], args[0], out)
+    if t is aten._to_copy.default and set(node.kwargs) <= {"dtype", "layout", "device"}:
+        f = conv.convert(args[0])
+        if f is None:
+            return None
+        return f if val(f).dtype == out.dtype else conv._emit(aten._to_copy.default, (f,), {"dtype": out.dtype})
+    if not isinstance(t, torch._ops.OpOverload) or torch.Tag.pointwise not in t.tags:
+        return None
+    ok = True
+
+    def arg(a):
+        nonlocal ok
+        if isinstance(a, torch.fx.Node) and _exact(val(a)):
+            f = conv.convert(a)
+            ok = ok and f is not None
+            return f
+        return a
+
+    new_args, new_kwargs = torch.fx.node.map_arg((args, dict(node.kwargs)), arg)
+    if not ok:
+        return None
+    y = conv._emit(t, new_args, new_kwargs)
+    return y if val(y).dtype == out.dtype else conv._emit(aten._to_copy.default, (y,), {"dtype": out.dtype})
+
+
+def masks_in_float(gm: torch.fx.GraphModule) -> int:
+    """Rewrite each floating-point node that reads a boolean or integer tensor (module doc); returns how many."""
+    conv, count = None, 0
+    for node in list(gm.graph.nodes):
+        out = val(node)
+        if node.op != "call_function" or out is None or not out.dtype.is_floating_point or \
+                not any(_exact(val(a)) for a in node.all_input_nodes):
+            continue
+        conv = conv or _IntAsFloat(gm, node, torch._guards.detect_fake_mode([out]) or FakeTensorMode())
+        conv.before = node
+        y = _rewrite(conv, node)
+        if y is not None:
+            node.replace_all_uses_with(y)
+            count += 1
+    return finish(gm, count)
