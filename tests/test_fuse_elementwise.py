@@ -121,7 +121,10 @@ def test_nan_propagates_through_fused_steps():
 
 
 def test_non_float_operand_is_named_by_its_own_op():
-    """A bool or int operand keeps its op out of the group, so the error names that op and its input."""
-    x, m = randn(64, 128), torch.rand(64, 128) > 0.5
-    with pytest.raises(Exception, match=r"node 'mul' \(aten.mul.Tensor\): input b must be a floating-point tensor"):
-        megakittens.compile(lambda a, b: (a.relu() * b).exp())(x, m)
+    """A bool operand runs as a 0 / 1 mask (megakittens/masks.py); an int operand computed by an op with no fp32
+    form keeps its op out of the group, so the error names that op."""
+    x, m, i = randn(64, 128), torch.rand(64, 128) > 0.5, torch.randint(0, 5, (64, 128))
+    f = lambda a, b: (a.relu() * b).exp()  # noqa: E731
+    assert torch.equal(megakittens.compile(f)(x, m), f(x, m))
+    with pytest.raises(Exception, match=r"node 'bitwise_xor': unsupported op aten.bitwise_xor.Scalar"):
+        megakittens.compile(lambda a, b: (a.relu() * (b ^ 3)).exp())(x, i)

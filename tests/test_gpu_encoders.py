@@ -1,7 +1,8 @@
 """Hugging Face encoders on the H200 as one megakernel, called as users call them: BERT with input_ids alone (its
 token type ids gathered from a buffer: two Embeddings, megakittens/gather.py) and a 2-label classification head
 (zero-padded to TMA's 16-byte rows, megakittens/gemm_padding.py); RoBERTa and OPT with a padding mask, their
-position ids computed in fp32 (megakittens/float_ids.py: Embedding reading fp32 ids on the device). BERT-base
+position ids computed in fp32 (megakittens/float_ids.py: Embedding reading fp32 ids on the device); DeBERTa-v2
+with a padding mask (its masked_fill as ElementwiseBinary(op=select), megakittens/masks.py). BERT-base
 widths (hidden 768, 12 heads), 2 layers, batch 8, 128 tokens; within 2e-2 of eager on the kept positions."""
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ CASES = {
     "bert_classifier": ("BertConfig", "BertForSequenceClassification", "logits", True),
     "roberta": ("RobertaConfig", "RobertaModel", "last_hidden_state", True),
     "opt": ("OPTConfig", "OPTModel", "last_hidden_state", True),
+    "deberta_v2": ("DebertaV2Config", "DebertaV2Model", "last_hidden_state", True),  # masked_fill: select
 }
 
 
