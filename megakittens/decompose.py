@@ -15,6 +15,7 @@ that have one.
   sqrt of the row sum of squares in fp32, rounded once.
 - ``aten.roll`` along given dims (Swin's shifted windows): per dim, the last ``shift`` rows ahead of the rest,
   one ``cat`` of two slices (views).
+- ``aten.repeat`` (SigLIP's attention-pooling probe): per dim a Cat of the copies, or an expand merged.
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
@@ -27,7 +28,8 @@ that have one.
   ``aten.native_group_norm`` (wav2vec2's feature encoder): elementwise in fp32 around per-channel statistics
   (group norm: row means over each group's values, as LayerNorm's), rounded once, as eager's kernels compute
   them. ``aten.mean.dim`` / ``aten.sum.dim_IntList`` over several trailing dims (global average pooling,
-  ``x.mean((-2, -1))``): one reduction over the merged last dim. ``aten.sum.default`` / ``aten.mean.default``
+  ``x.mean((-2, -1))``): one reduction over the merged last dim; over other dims (and ``amax``: BEiT's mean over
+  the tokens), those dims permuted last first (a Copy). ``aten.sum.default`` / ``aten.mean.default``
   (every element: ``x.sum()``): row sums in fp32 over up to 1024 rows, then their sum, rounded once.
 
 - ``aten._weight_norm_interface`` (``nn.utils.weight_norm``: wav2vec2 / HuBERT's positional convolution):
@@ -37,7 +39,7 @@ that have one.
   torch's definitions, in fp32 and rounded once as eager's kernels.
 
 - ``aten._softmax``, ``aten._safe_softmax`` and ``aten._log_softmax`` over the last dim (a model's own
-  softmax; the SDPA math of megakittens/sdpa_math.py): one Softmax row instruction
+  softmax; the SDPA math of megakittens/sdpa_math.py; another dim moved last and back): one Softmax row instruction
   (``megakittens::softmax``): the row max subtracted, exponentials, their sum, in fp32, rounded once to the
   output dtype, as eager's kernels compute it. ``_safe_softmax`` gives 0 on a row of -inf (a fully masked
   row) where softmax gives NaN.
@@ -113,13 +115,21 @@ def _group_norm(x: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[
 
 def _trailing_reduction(op, x: torch.Tensor, dim: Optional[Sequence[int]], keepdim: bool = False,
                         dtype: Optional[torch.dtype] = None) -> Any:
-    """A mean / sum over the last k > 1 dims (or all of them) as one over their merged last dim."""
+    """A mean / sum / amax over the last k > 1 dims (or all of them) as one over their merged last dim; over
+    other dims (BEiT's mean over the tokens, dim 1), those dims moved last first (a Copy), then the same."""
     r = x.dim()
+    if r == 0:
+        return NotImplemented
     dims = sorted({d % r for d in dim}) if dim else list(range(r))
     k = len(dims)
-    if r == 0 or k < 2 or dims != list(range(r - k, r)):
-        return NotImplemented
-    out = op(x.reshape(*x.shape[:r - k], -1), -1, keepdim, dtype=dtype)
+    kw = {} if dtype is None else {"dtype": dtype}
+    if dims == [r - 1]:
+        return NotImplemented  # the RowReduce itself
+    if dims != list(range(r - k, r)):
+        rest = [d for d in range(r) if d not in dims]
+        out = op(x.permute(rest + dims).reshape(*[x.shape[d] for d in rest], -1), -1, False, **kw)
+        return out.reshape([1 if d in dims else x.shape[d] for d in range(r)]) if keepdim else out
+    out = op(x.reshape(*x.shape[:r - k], -1), -1, keepdim, **kw)
     return out.reshape(*x.shape[:r - k], *([1] * k)) if keepdim else out
 
 
@@ -156,6 +166,29 @@ def _sum_dims(x, dim, keepdim=False, *, dtype=None) -> Any:
     return _trailing_reduction(aten.sum.dim_IntList, x, dim, keepdim, dtype)
 
 
+def _amax_dims(x, dim=(), keepdim=False) -> Any:
+    return _trailing_reduction(lambda t, d, k, **_: aten.amax.default(t, [d], k), x, dim, keepdim)
+
+
+def _repeat(x: torch.Tensor, repeats: Sequence[int]) -> Any:
+    """x.repeat(r0, r1, ..) (SigLIP's probe over the batch): per dim, a Cat of r copies (r <= 16), or the dim
+    unsqueezed, expanded r times and merged (a Copy; rank <= 3 before the merge)."""
+    if len(repeats) < x.dim() or len(repeats) > 4 or any(r < 1 for r in repeats):
+        return NotImplemented
+    x = x.reshape([1] * (len(repeats) - x.dim()) + list(x.shape))
+    for d, r in enumerate(repeats):
+        if r == 1:
+            continue
+        if r <= 16:
+            x = aten.cat.default([x] * r, d)
+        elif x.dim() <= 3:
+            shape = list(x.shape)
+            x = x.unsqueeze(d).expand(*shape[:d], r, *shape[d:]).reshape(*shape[:d], r * shape[d], *shape[d + 1:])
+        else:
+            return NotImplemented
+    return x
+
+
 def _weight_norm(v: torch.Tensor, g: torch.Tensor, dim: int = 0) -> Any:
     """torch.nn.utils.weight_norm's w = v g / ||v|| (the norm over every dim but ``dim``, fp32, shaped like g),
     computed at each call from the parameters, in fp32 and rounded once; returns (w, norm) as the op."""
@@ -182,8 +215,11 @@ def _hardswish(x: torch.Tensor) -> Any:  # x * relu6(x + 3) / 6 in fp32, rounded
 
 
 def _softmax_op(x: torch.Tensor, dim: int, log: bool, safe: bool, out: torch.dtype) -> Any:
-    if x.dim() == 0 or dim % x.dim() != x.dim() - 1 or not x.dtype.is_floating_point:
+    if x.dim() == 0 or not x.dtype.is_floating_point:
         return NotImplemented
+    dim %= x.dim()
+    if dim != x.dim() - 1:  # over another dim (ConvBERT's dim 1): moved last and back (Copies where read)
+        return _softmax_op(x.movedim(dim, -1), -1, log, safe, out).movedim(-1, dim)
     return torch.ops.megakittens.softmax(x, log, safe, str(out).removeprefix("torch."))
 
 
@@ -269,6 +305,8 @@ TABLE = {
     aten.hardswish.default: _hardswish,
     aten.mean.dim: _mean_dims,
     aten.sum.dim_IntList: _sum_dims,
+    aten.amax.default: _amax_dims,
+    aten.repeat.default: _repeat,
     aten.sum.default: _sum_all,
     aten.mean.default: _mean_all,
     aten.baddbmm.default: _baddbmm,

@@ -186,3 +186,33 @@ def test_vector_norm_over_the_last_dim():
         torch._dynamo.reset()
         out = megakittens.compile(fn)(x)
         assert rel_err(out, fn(x)) <= 1e-2
+
+
+@pytest.mark.parametrize("case", ["mean1", "mean1_keepdim", "sum02", "amax0", "softmax1", "log_softmax0"])
+def test_reductions_and_softmax_over_other_dims(case):
+    """Over a dim other than the last (BEiT's mean over the tokens, ConvBERT's softmax over dim 1): the dims
+    moved last (a Copy), then the row instruction."""
+    fns = {
+        "mean1": lambda x: x.mean(1),
+        "mean1_keepdim": lambda x: x.mean(1, keepdim=True) * 2,
+        "sum02": lambda x: x.float().sum((0, 2)),
+        "amax0": lambda x: x.amax(0),
+        "softmax1": lambda x: x.softmax(1),
+        "log_softmax0": lambda x: x.float().log_softmax(0),
+    }
+    x = randn(3, 40, 72, scale=3.0)
+    torch._dynamo.reset()
+    out, ref = megakittens.compile(fns[case])(x), fns[case](x)
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    assert rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+    kinds = [node.itype for node in mk_backend.dispatchers[-1].program.nodes]
+    assert any(k.startswith(("RowReduce", "Softmax")) for k in kinds), kinds
+
+
+@pytest.mark.parametrize("repeats", [(3, 1, 1), (2, 20), (1, 2, 3)])
+def test_repeat(repeats):
+    x = randn(1, 24, 8) if len(repeats) == 3 else randn(24, 8)
+    fn = lambda x: x.repeat(*repeats) + 1  # noqa: E731
+    torch._dynamo.reset()
+    out, ref = megakittens.compile(fn)(x), fn(x)
+    assert out.shape == ref.shape and torch.equal(out, ref)
