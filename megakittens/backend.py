@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import copy
 import time
 from typing import Any, Callable, Optional
 
@@ -94,6 +95,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     """
     if options.verbose:
         _print_graph(gm, name, is_backward)
+    # dry_run runs the graph as captured: the rewritten one may view what eager cannot (a view of a transpose
+    # that the tracer reads as one, megakittens/rank5.py).
+    captured = copy.deepcopy(gm) if options.dry_run else None
     with unset_fake_temporarily():  # AOTAutograd calls its compiler inside its fake mode: constants stay real
         _rewrite(gm, options)
     if options.fallback == "eager":
@@ -101,7 +105,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     # Strided inputs arrive as contiguous copies (the dispatcher makes them), so trace them as such.
     graph = fx_export.export_graph(gm, name, is_backward, contiguous_inputs=True)
     if options.dry_run:
-        return _dry_run(gm, graph, options, name)
+        return _dry_run(gm, graph, options, name, captured)
     return make_boxed_func(_compile_program(gm, graph, options, name))
 
 
@@ -193,8 +197,10 @@ def support_report(graph: Any, name: str, options: Options, gm: Optional[torch.f
     return "\n".join(lines)
 
 
-def _dry_run(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str) -> Callable:
-    """Trace only: print the support report (and save_dag when the graph traces), then run eagerly."""
+def _dry_run(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str,
+             captured: torch.fx.GraphModule) -> Callable:
+    """Trace only: print the support report of the rewritten ``gm`` (and save_dag when the graph traces), then
+    run the ``captured`` graph eagerly."""
     print(support_report(graph, name, options, gm), flush=True)
     if options.save_dag:
         try:
@@ -205,7 +211,7 @@ def _dry_run(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str) 
             path = artifacts.save_dag(dag, name, artifacts.next_number(name))
             if options.verbose:
                 _log(f"saved {path}")
-    return make_boxed_func(gm)
+    return make_boxed_func(captured)
 
 
 def make_aot_backend(options: Options, name: str) -> Any:
