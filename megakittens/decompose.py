@@ -24,6 +24,9 @@ that have one.
   convolutions by im2col, depthwise ones elementwise, max pooling as the maximum of its taps, padding as a
   Cat with constant blocks).
 
+- ``aten._transformer_encoder_layer_fwd`` and ``aten._native_multi_head_attention`` (the inference fast path of
+  ``nn.TransformerEncoderLayer`` / ``nn.MultiheadAttention``): megakittens/native_layers.py.
+
 - ``aten.native_batch_norm`` in eval mode (running statistics; ResNet, RegNet, MobileNet) and
   ``aten.native_group_norm`` (wav2vec2's feature encoder): elementwise in fp32 around per-channel statistics
   (group norm: row means over each group's values, as LayerNorm's), rounded once, as eager's kernels compute
@@ -56,7 +59,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from megakittens import convolution
+from megakittens import convolution, native_layers
 
 aten = torch.ops.aten
 
@@ -314,6 +317,8 @@ TABLE = {
     aten._safe_softmax.default: _safe_softmax,
     aten._log_softmax.default: _log_softmax,
     aten.roll.default: _roll,
+    aten._transformer_encoder_layer_fwd.default: native_layers.transformer_encoder_layer,
+    aten._native_multi_head_attention.default: native_layers.native_multi_head_attention,
     aten.linalg_vector_norm.default: _vector_norm,
     aten.split.Tensor: _split,
     aten.split_with_sizes.default: _split_sizes,

@@ -2,7 +2,7 @@
 
 ``fold_constants(gm)``: every node that depends on no graph input (``arange``-built position ids, the
 causal masks Hugging Face builds from them, ``scalar_tensor``, ``lift_fresh_copy`` of a tensor built from
-Python data inside forward...) is evaluated once at compile time; an ``index.Tensor`` by a constant range
+Python data inside forward, ``zeros_like`` / ``new_ones`` of anything...) is evaluated once at compile time; an ``index.Tensor`` by a constant range
 of rows becomes a slice;
 an SDPA whose ``attn_mask`` evaluates to the causal mask becomes ``is_causal=True`` without a mask (the
 Attention instruction type has no masks), and every other folded tensor that a remaining node reads
@@ -29,6 +29,10 @@ _SDPA = {
     "aten._scaled_dot_product_cudnn_attention.default",
 }
 _MASK_ARGS = ("attn_mask", "attn_bias")
+# Ops whose values do not depend on their input's (nn.MultiheadAttention's float padding mask starts as
+# zeros_like(mask); Funnel's new_ones).
+_SHAPE_ONLY = {torch.ops.aten.zeros_like.default, torch.ops.aten.ones_like.default, torch.ops.aten.full_like.default,
+               torch.ops.aten.new_zeros.default, torch.ops.aten.new_ones.default, torch.ops.aten.new_full.default}
 _MASKED_MAX = -65504.0  # torch.finfo(torch.float16).min
 
 
@@ -52,6 +56,12 @@ def _constant_nodes(gm: torch.fx.GraphModule) -> dict:
             value = getattr(gm, str(node.target), None)
             if isinstance(value, torch.Tensor):
                 env[node] = value
+            continue
+        if node.op == "call_function" and node.target in _SHAPE_ONLY and isinstance(node.args[0], torch.fx.Node) and \
+                isinstance(node.args[0].meta.get("val"), torch.Tensor) and node.args[0] not in env:
+            v = node.args[0].meta["val"]  # only the shape, dtype and device of the input are read
+            args = (torch.empty(v.shape, dtype=v.dtype, device=v.device),) + tuple(node.args[1:])
+            env[node] = node.target(*args, **node.kwargs)
             continue
         if not _foldable(node) or not all(a in env for a in node.all_input_nodes):
             continue

@@ -137,6 +137,16 @@ def _as_4d_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor
     """Nodes computing ``view`` (a strided view of the contiguous ``src``, any rank) copied contiguously and
     viewed as ``shape``, through tensors of at most 4 dims; None where its merged dims are more than 4 or do not
     tile ``src`` exactly (module doc)."""
+    y = _as_4d_view(gm, src, view)
+    if y is None:
+        return None
+    y = emit(gm, aten.clone.default, (y,), {"memory_format": torch.contiguous_format})
+    return emit(gm, aten.view.default, (y, shape))
+
+
+def _as_4d_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor):
+    """``view``'s merged dims (``_merged``) as a view of the contiguous ``src`` in memory order, a permute and an
+    expand for broadcast dims: at most 4 dims, or None (``_as_4d_copy``)."""
     sv = val(src)
     dims = _merged(view.shape, view.stride())
     if len(dims) > 4 or view.storage_offset() != sv.storage_offset():
@@ -159,8 +169,31 @@ def _as_4d_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor
             y = emit(gm, aten.unsqueeze.default, (y, i))
     if any(st == 0 for _, st in dims):
         y = emit(gm, aten.expand.default, (y, [n for n, _ in dims]))
-    y = emit(gm, aten.clone.default, (y,), {"memory_format": torch.contiguous_format})
-    return emit(gm, aten.view.default, (y, shape))
+    return y
+
+
+def _rank4_end_of_rank5_chain(gm: torch.fx.GraphModule, w: torch.fx.Node) -> bool:
+    """A view op back to 4 dims or fewer at the end of a view chain through 5 (nn.MultiheadAttention's packed
+    projection: ``proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)``, a permute of the 4-D
+    view): ``w`` becomes its merged dims as a view of the source (``_as_4d_view``), viewed to w's shape. A
+    broadcast (an expand through 5 dims) is left alone: the view would need a copy. Whether it was rewritten."""
+    if not (w.op == "call_function" and w.target in _CHAIN and isinstance(w.args[0], torch.fx.Node)):
+        return False
+    wv, xv = val(w), val(w.args[0])
+    if wv is None or xv is None or wv.dim() > 4 or xv.dim() <= 4 or 0 in wv.stride():
+        return False
+    src = _source(w.args[0])
+    sv = val(src)
+    if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4 or not sv.is_contiguous():
+        return False
+    with gm.graph.inserting_before(w), fake_mode(sv):
+        y = _as_4d_view(gm, src, wv)
+        if y is None:
+            return False
+        if list(val(y).shape) != list(wv.shape):
+            y = emit(gm, aten.view.default, (y, list(wv.shape)))
+    w.replace_all_uses_with(y)
+    return True
 
 
 def _source(x: torch.fx.Node) -> torch.fx.Node:
@@ -194,7 +227,7 @@ def flatten_high_rank_copies(gm: torch.fx.GraphModule) -> int:
     many."""
     count = 0
     for node in list(gm.graph.nodes):
-        if _view_of_rank5_view(gm, node):
+        if _view_of_rank5_view(gm, node) or _rank4_end_of_rank5_chain(gm, node):
             count += 1
             continue
         if not (node.op == "call_function" and node.target is aten.clone.default and len(node.users) == 1 and
