@@ -24,6 +24,14 @@ the result is copied to NCHW as eager's convolution returns it. Padding is a Cat
 ``max_pool2d`` (``aten.max_pool2d_with_indices`` with its indices unread; ``nn.MaxPool2d``): the
 elementwise maximum of the taps, padded with -inf, NaN-propagating as eager. ``ceil_mode`` windows that
 would start in the right padding are not produced (eager drops them too: torch's pooling shape rule).
+
+``avg_pool2d`` (``nn.AvgPool2d``, Funnel's pooling): the sum of the zero-padded taps times a constant map of
+1 / divisor per output position, the divisor as eager's kernel counts it (aten/src/ATen/native/cpu/
+AvgPoolKernel.cpp: the window clipped to the padded input, or to the input without ``count_include_pad``, or
+``divisor_override``).
+
+``im2col`` (``F.unfold``; ConvBERT's span convolution): the taps joined along the channels, (B, kh kw C, Ho Wo)
+reordered to eager's (B, C kh kw, Ho Wo) by one permute copy.
 """
 from __future__ import annotations
 
@@ -223,3 +231,66 @@ def constant_pad_nd(x: torch.Tensor, pad: Sequence[int], value: float = 0) -> An
             x = x.narrow(dim, max(0, -before), x.shape[dim] - max(0, -before) - max(0, -after))
         x = _pad(x, dim, max(0, before), max(0, after), value)
     return x
+
+
+def _pair(v, default=None) -> list:
+    return list(v) * 2 if len(v) == 1 else (list(v) if len(v) else default)
+
+
+def avg_pool2d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Any:
+    """(module doc)"""
+    if x.dim() not in (3, 4) or not x.dtype.is_floating_point:
+        return NotImplemented
+    kernel = _pair(kernel_size)
+    stride, padding = _pair(stride, kernel), _pair(padding, [0, 0])
+    x4 = x if x.dim() == 4 else x.unsqueeze(0)
+    H, W = x4.shape[2:]
+    out = [_out_size(n, k, s, p, 1, ceil_mode) for n, k, s, p in zip((H, W), kernel, stride, padding)]
+    if min(out) <= 0:
+        return NotImplemented
+
+    def divisors(n: int, k: int, s: int, p: int, m: int) -> list:  # per output index: (clipped, padded) lengths
+        spans = []
+        for o in range(m):
+            start, end = o * s - p, min(o * s - p + k, n + p)
+            spans.append((min(end, n) - max(start, 0), end - start))
+        return spans
+
+    def factors(spans: list) -> torch.Tensor:  # 1 / length per output index, runs of torch.full (folded)
+        values = [1.0 if divisor_override else 1.0 / s[1 if count_include_pad else 0] for s in spans]
+        runs, start = [], 0
+        for i in range(1, len(values) + 1):
+            if i == len(values) or values[i] != values[start]:
+                runs.append(torch.full([i - start], values[start], dtype=torch.float32, device=x.device))
+                start = i
+        return torch.cat(runs) if len(runs) > 1 else runs[0]
+
+    # The divisor is the product of the window's row and column lengths: the map is an outer product.
+    scale = factors(divisors(H, kernel[0], stride[0], padding[0], out[0])).view(-1, 1) * \
+        factors(divisors(W, kernel[1], stride[1], padding[1], out[1])).view(1, -1)
+    if divisor_override:
+        scale = scale * (1.0 / divisor_override)
+    taps = _taps(x4, kernel, stride, padding, (1, 1), out, 0.0)
+    total = taps[0].to(torch.float32)
+    for t in taps[1:]:
+        total = total + t.to(torch.float32)
+    y = (total * scale).to(x.dtype)
+    return y if x.dim() == 4 else y.squeeze(0)
+
+
+def im2col(x: torch.Tensor, kernel_size: Sequence[int], dilation: Sequence[int], padding: Sequence[int],
+           stride: Sequence[int]) -> Any:
+    """(module doc)"""
+    if x.dim() not in (3, 4):
+        return NotImplemented
+    kernel, dilation, padding, stride = _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride)
+    x4 = x if x.dim() == 4 else x.unsqueeze(0)
+    B, C, H, W = x4.shape
+    out = [_out_size(n, k, s, p, d) for n, k, s, p, d in zip((H, W), kernel, stride, padding, dilation)]
+    if min(out) <= 0:
+        return NotImplemented
+    taps = _taps(x4, kernel, stride, padding, dilation, out, 0.0)
+    K, L = len(taps), out[0] * out[1]
+    cols = _cat(taps, 1).view(B, K, C, L).permute(0, 2, 1, 3).contiguous().view(B, C * K, L)
+    return cols if x.dim() == 4 else cols.squeeze(0)

@@ -19,8 +19,8 @@ that have one.
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
-- ``aten.convolution`` (1-D and 2-D, not transposed), ``aten.max_pool2d_with_indices`` (its indices unread)
-  and ``aten.constant_pad_nd``: megakittens/convolution.py (a patch embedding as one matrix product, other
+- ``aten.convolution`` (1-D and 2-D, not transposed), ``aten.max_pool2d_with_indices`` (its indices unread),
+  ``aten.avg_pool2d``, ``aten.im2col`` and ``aten.constant_pad_nd``: megakittens/convolution.py (a patch embedding as one matrix product, other
   convolutions by im2col, depthwise ones elementwise, max pooling as the maximum of its taps, padding as a
   Cat with constant blocks).
 
@@ -299,6 +299,8 @@ TABLE = {
     aten.convolution.default: convolution.convolution,
     aten.max_pool2d_with_indices.default: convolution.max_pool2d_with_indices,
     aten.constant_pad_nd.default: convolution.constant_pad_nd,
+    aten.avg_pool2d.default: convolution.avg_pool2d,
+    aten.im2col.default: convolution.im2col,
     aten.native_batch_norm.default: _native_batch_norm,
     aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,
     aten.native_group_norm.default: _group_norm,

@@ -170,3 +170,32 @@ def test_cat_stacks_small_planes_per_instruction():
     assert all(torch.equal(o, r) for o, r in zip(outs, refs))
     counts = [n.count for n in mk_backend.dispatchers[-1].program.nodes]
     assert counts[0] < 4 * 2 * 48 and counts[1] == 2 * 2 * 96, counts
+
+
+@pytest.mark.parametrize("case", ["k2", "k3s2p1", "k3s2p1_exclude_pad", "ceil_exclude_pad", "ceil", "divisor", "1d"])
+def test_avg_pool(case):
+    """nn.AvgPool2d / AvgPool1d: the taps' sum times eager's 1 / divisor per output position."""
+    fns = {
+        "k2": lambda x: F.avg_pool2d(x, 2),
+        "k3s2p1": lambda x: F.avg_pool2d(x, 3, 2, 1),
+        "k3s2p1_exclude_pad": lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+        "ceil_exclude_pad": lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+        "ceil": lambda x: F.avg_pool2d(x, 2, 2, 0, ceil_mode=True),
+        "divisor": lambda x: F.avg_pool2d(x, 2, divisor_override=3),
+        "1d": lambda x: F.avg_pool1d(x[0], 2),
+    }
+    x = randn(2, 8, 15, 13) + 1.0  # a mean away from 0: a wrong divisor shows
+    torch._dynamo.reset()
+    out, ref = megakittens.compile(fns[case])(x), fns[case](x)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2, rel_err(out, ref)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, padding=1), dict(kernel_size=(2, 3), dilation=2, stride=2),
+                                dict(kernel_size=(9, 1), padding=(4, 0))])
+def test_unfold(kw):
+    """F.unfold (aten.im2col; ConvBERT's span convolution): exact, (B, C kh kw, L) in eager's order."""
+    x = randn(2, 8, 15, 13)
+    fn = lambda x: F.unfold(x, **kw)  # noqa: E731
+    torch._dynamo.reset()
+    out, ref = megakittens.compile(fn)(x), fn(x)
+    assert out.shape == ref.shape and torch.equal(out, ref)
