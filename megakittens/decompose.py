@@ -16,6 +16,9 @@ that have one.
 - ``aten.roll`` along given dims (Swin's shifted windows): per dim, the last ``shift`` rows ahead of the rest,
   one ``cat`` of two slices (views).
 - ``aten.repeat`` (SigLIP's attention-pooling probe): per dim a Cat of the copies, or an expand merged.
+- ``aten.slice_scatter`` with step 1 and ``select_scatter`` (``a[:, :1] = b``, ``a[:, 1] = b``, functionalized):
+  one ``cat`` of a's slices around b;
+  the functional ``copy`` / ``fill`` that make b: b in a's dtype broadcast, or a constant.
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
@@ -287,6 +290,45 @@ def _unbind(x: torch.Tensor, dim: int = 0) -> list:
     return [aten.select.int(x, dim, i) for i in range(x.shape[dim])]
 
 
+def _slice_scatter(x: torch.Tensor, src: torch.Tensor, dim: int = 0, start: Optional[int] = None,
+                   end: Optional[int] = None, step: int = 1) -> Any:
+    """x with x[.., start:end, ..] = src along ``dim``, step 1 (``a[:, :1] = b`` functionalized; Funnel):
+    one Cat of x's slices before and after and src."""
+    if step != 1 or x.dim() == 0:
+        return NotImplemented
+    dim %= x.dim()
+    n = x.shape[dim]
+    lo = 0 if start is None else max(0, min(n, start + n if start < 0 else start))
+    hi = n if end is None else max(lo, min(n, end + n if end < 0 else end))
+    parts = ([aten.slice.Tensor(x, dim, 0, lo)] if lo else []) + [src.to(x.dtype)] + \
+        ([aten.slice.Tensor(x, dim, hi, n)] if hi < n else [])
+    return aten.cat.default(parts, dim) if len(parts) > 1 else aten.clone.default(parts[0])
+
+
+def _select_scatter(x: torch.Tensor, src: torch.Tensor, dim: int, index: int) -> Any:
+    """x with x[.., index, ..] = src (``a[:, 1] = b``): the slice_scatter of src unsqueezed at ``dim``."""
+    if x.dim() == 0:
+        return NotImplemented
+    dim, index = dim % x.dim(), index % x.shape[dim]
+    return _slice_scatter(x, src.unsqueeze(dim), dim, index, index + 1)
+
+
+def _copy(x: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> Any:
+    """Functional ``x.copy_(src)`` (the value written by ``a[:, :1] = b``): src in x's dtype, broadcast to x's
+    shape (a view; the Cat or Copy reading it writes it)."""
+    if src.device != x.device:
+        return NotImplemented
+    y = src.to(x.dtype)
+    return y if y.shape == x.shape else y.expand(x.shape)
+
+
+def _fill(x: torch.Tensor, value: Any) -> Any:
+    """Functional ``x.fill_(v)`` (``a[..., :2] = 0``): a constant (folded) or the 0-dim tensor broadcast."""
+    if isinstance(value, torch.Tensor):
+        return value.to(x.dtype).expand(x.shape)
+    return torch.full(x.shape, value, dtype=x.dtype, device=x.device)
+
+
 def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
     if not tensors:
         return NotImplemented
@@ -326,4 +368,9 @@ TABLE = {
     aten.split_with_sizes.default: _split_sizes,
     aten.unbind.int: _unbind,
     aten.stack.default: _stack,
+    aten.slice_scatter.default: _slice_scatter,
+    aten.select_scatter.default: _select_scatter,
+    aten.copy.default: _copy,
+    aten.fill.Scalar: _fill,
+    aten.fill.Tensor: _fill,
 }

@@ -254,13 +254,14 @@ def embedding_ids_in_float(gm: torch.fx.GraphModule) -> int:
         iv = val(ids)
         if not isinstance(ids, torch.fx.Node) or iv is None or iv.dtype not in _INTS:
             continue
-        src, expanded = ids, False
+        src, copied = ids, False
         while call(src, *_VIEWS):
-            expanded = expanded or call(src, aten.expand.default)
+            copied = copied or call(src, aten.expand.default, aten.clone.default)
             src = src.args[0]
-        # Views of an input or a constant: the Embedding reads them as they are, but for an expand (BigBird's
-        # token type ids, a buffer row expanded over the batch), which would be an integer Copy.
-        if src.op != "call_function" and not expanded:
+        # Views of an input or a constant: the Embedding reads them as they are, but for an expand or a clone
+        # (BigBird's token type ids, a buffer row expanded over the batch; XLNet's input_ids.t().contiguous()),
+        # which would be an integer Copy.
+        if src.op != "call_function" and not copied:
             continue
         if conv is None:
             conv = _IntAsFloat(gm, node, torch._guards.detect_fake_mode([iv]) or FakeTensorMode())

@@ -218,6 +218,28 @@ def _index_as_slices(x: torch.Tensor, idx: list) -> "tuple[list, list] | None":
     return ranges, shape + list(x.shape[len(idx):])
 
 
+def _index_select_range(gm: torch.fx.GraphModule, node: torch.fx.Node, env: dict) -> bool:
+    """``index_select(x, dim, arange(a, a + n))`` with a constant index (XLNet's relative shift) as the slice
+    [a, a + n) of x along dim. Whether it was rewritten."""
+    if node.op != "call_function" or node.target is not torch.ops.aten.index_select.default or node in env or \
+            node.args[2] not in env or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    x, dim, idx = node.args[0], node.args[1], env[node.args[2]]
+    xv = x.meta.get("val")
+    if not isinstance(xv, torch.Tensor) or xv.dim() == 0:
+        return False
+    dim %= xv.dim()
+    found = _index_as_slices(xv.movedim(dim, 0), [idx.reshape(-1)]) if idx.dim() <= 1 else None
+    if found is None:
+        return False
+    (a, n), = found[0]
+    with gm.graph.inserting_before(node):
+        s = gm.graph.call_function(torch.ops.aten.slice.Tensor, (x, dim, a, a + n))
+    s.meta["val"] = xv.narrow(dim, a, n)
+    node.replace_all_uses_with(s)
+    return True
+
+
 def _index_ranges_to_slices(gm: torch.fx.GraphModule, env: dict) -> int:
     """``x[idx, ...]`` (``aten.index.Tensor`` on leading dims) whose constant indices read a block of x in order
     (``_index_as_slices``) is that block, sliced and viewed: views that fold into edges. GPT-J and CodeGen
@@ -225,6 +247,9 @@ def _index_ranges_to_slices(gm: torch.fx.GraphModule, env: dict) -> int:
     helpers index the mask by aranges of batch and key positions."""
     count = 0
     for node in list(gm.graph.nodes):
+        if _index_select_range(gm, node, env):
+            count += 1
+            continue
         if node.op != "call_function" or node.target is not torch.ops.aten.index.Tensor or node in env:
             continue
         x, idx = node.args[0], node.args[1]

@@ -197,8 +197,11 @@ def _rank4_end_of_rank5_chain(gm: torch.fx.GraphModule, w: torch.fx.Node) -> boo
 
 
 def _source(x: torch.fx.Node) -> torch.fx.Node:
-    """The first node of 4 dims or fewer up the chain of views that made the rank-5+ ``x``."""
-    while x.op == "call_function" and x.target in _CHAIN and val(x) is not None and val(x).dim() > 4:
+    """The first contiguous node of 4 dims or fewer up the chain of views that made the rank-5+ ``x`` (past
+    strided 4-D views in between: XLNet's einsums permute a product's rank-5 view, view it in 4 dims, and
+    unsqueeze it again)."""
+    while x.op == "call_function" and x.target in _CHAIN and val(x) is not None and \
+            isinstance(x.args[0], torch.fx.Node) and (val(x).dim() > 4 or not val(x).is_contiguous()):
         x = x.args[0]
     return x
 

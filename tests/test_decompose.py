@@ -216,3 +216,39 @@ def test_repeat(repeats):
     torch._dynamo.reset()
     out, ref = megakittens.compile(fn)(x), fn(x)
     assert out.shape == ref.shape and torch.equal(out, ref)
+
+
+def _assign_first(a, b):
+    a = a.clone()
+    a[:, :1] = b[:, :1]
+    return a * 2
+
+
+def _assign_middle(a, b):
+    a = a * 1
+    a[:, 3:5] = b
+    return a
+
+
+def _assign_zero(a, b):
+    a = a + 0
+    a[..., -2:] = 0
+    return a + b[:, :1]
+
+
+def _assign_row_in_fp32(a, b):
+    a = a + 0
+    a[:, 1] = b[:, 0].float()  # cast to a's dtype on the way in
+    return a
+
+
+@pytest.mark.parametrize("fn", [_assign_first, _assign_middle, _assign_zero, _assign_row_in_fp32])
+def test_assignments_into_part_of_a_tensor(fn):
+    """a[:, i:j] = b / a[:, i] = b / a[..., -2:] = 0 inside the function (slice_scatter, select_scatter, copy,
+    fill after functionalization: one Cat): exact."""
+    a, b = randn(2, 8, 16), randn(2, 2, 16)
+    a0 = a.clone()
+    torch._dynamo.reset()
+    out = megakittens.compile(fn)(a, b)
+    assert torch.equal(a, a0)  # the caller's tensor is not written
+    assert torch.equal(out, fn(a, b))

@@ -130,3 +130,25 @@ def test_dry_run_runs_the_graph_as_captured(capsys):
         ref = model(ids).last_hidden_state
     assert "support report" in capsys.readouterr().out
     assert rel_err(out, ref) <= 1e-2  # the captured graph's decompositions (LayerNorm) run as PyTorch ops
+
+
+@pytest.mark.parametrize("eq,shapes", [("ibnd,jbnd->bnij", [(24, 2, 4, 32), (24, 2, 4, 32)]),
+                                        ("ibnd,hnd->ibh", [(24, 2, 4, 32), (128, 4, 32)]),
+                                        ("ijbs,ibns->bnij", [(24, 24, 2, 2), (24, 2, 4, 2)]),
+                                        ("bnij,jbnd->ibnd", [(2, 4, 24, 24), (24, 2, 4, 32)])])
+def test_einsum_through_rank5_views(eq, shapes):
+    """XLNet's einsums: torch lowers them to bmm through rank-5 permuted views with unit dims, viewed back to
+    4 dims and unsqueezed again (megakittens/rank5.py: the chain's source found past the strided 4-D views)."""
+    a, b = randn(*shapes[0]), randn(*shapes[1])
+    fn = lambda a, b: torch.einsum(eq, a, b)  # noqa: E731
+    torch._dynamo.reset()
+    out, ref = megakittens.compile(fn)(a, b), fn(a, b)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
+def test_hf_xlnet_matches_eager():
+    """XLNet: its einsums, index_select by a constant arange (fold.py: a slice), input_ids.t().contiguous()
+    read by the Embedding in fp32 (float_ids.py)."""
+    transformers = pytest.importorskip("transformers")
+    _hf_matches_eager(transformers.XLNetConfig(vocab_size=256, d_model=128, n_layer=2, n_head=4, d_inner=256),
+                      transformers.XLNetModel)
