@@ -486,21 +486,23 @@ def test_sdpa_dropout_error_names_the_cause():
         megakittens.compile(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1))(q)
 
 
-def test_softmax_over_another_dim_names_the_way_out():
-    """softmax / log_softmax lower over the last dim only (megakittens/decompose.py): over another dim the
-    error names the op, the rule and the workaround, without SDPA's list of causes."""
+def test_softmax_over_another_dim_runs():
+    """softmax / log_softmax over another dim than the last: moved last and back (megakittens/decompose.py)."""
+    x = randn(8, 32)
     for fn in (lambda x: torch.softmax(x, 0), lambda x: torch.log_softmax(x, 0)):
         torch._dynamo.reset()
-        with pytest.raises(Exception, match=r"_(log_)?softmax.*over another dim than the last.*transpose") as e:
-            megakittens.compile(fn)(randn(8, 32))
-        assert "unsqueeze" not in str(e.value) and 'fallback="eager"' in str(e.value)
+        assert rel_err(megakittens.compile(fn)(x), fn(x)) <= 1e-2
 
 
-def test_where_error_names_the_mask():
-    """A select by a boolean mask outside an SDPA mask: the error names the op and where masks do run."""
+def test_where_on_a_mask_runs_and_an_unconvertible_mask_is_named():
+    """A select by a boolean mask runs as 0 / 1 masks (megakittens/masks.py); a mask computed by an op with no
+    fp32 form leaves the where unsupported, and the error says which masks run."""
     x = randn(8, 64)
-    with pytest.raises(Exception, match=r"aten\.where\.self.*not an SDPA mask.*sdpa_math"):
-        megakittens.compile(lambda x, m: torch.where(m, x, x * 2))(x, x > 0)
+    fn = lambda x, m: torch.where(m, x, x * 2)  # noqa: E731
+    assert torch.equal(megakittens.compile(fn)(x, x > 0), fn(x, x > 0))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"aten\.bitwise_xor.*|aten\.where\.self.*masks\.py"):
+        megakittens.compile(lambda x, i: torch.where((i ^ 1).bool(), x, x * 2))(x, torch.randint(0, 2, (8, 64)))
 
 
 def test_sdpa_with_grad_error_says_no_grad():
@@ -535,7 +537,7 @@ def test_training_graph_error_says_no_grad():
 
 
 @pytest.mark.parametrize("fn,match", [
-    (lambda x: x.masked_fill(x != 1, 0.0), r"aten\.ne\.Scalar.*position_ids"),
+    (lambda x: x != 1, r"aten\.ne\.Scalar.*position_ids"),
     (lambda x: x.amin(-1), r"aten\.amin\.default.*last dim"),
     (lambda x: torch.pow(x, x), r"aten\.pow\.Tensor_Tensor.*scalar exponent"),
 ])
@@ -546,12 +548,13 @@ def test_unsupported_op_hints(fn, match):
 
 
 def test_slice_assignment_hint():
+    """a[:, :8] = y runs (a Cat: megakittens/decompose.py); with a step the error names the assignment."""
     def f(a, y):
         a = a.clone()
-        a[:, :8] = y
+        a[:, ::2] = y
         return a * 2
-    with pytest.raises(Exception, match=r"aten\.copy\.default.*assignment into part"):
-        megakittens.compile(f)(randn(8, 64), randn(8, 8))
+    with pytest.raises(Exception, match=r"aten\.slice_scatter\.default.*assignment into part.*step"):
+        megakittens.compile(f)(randn(8, 64), randn(8, 32))
 
 
 def test_errors_name_the_megakittens_backend():

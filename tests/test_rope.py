@@ -114,7 +114,7 @@ def _count_1b_layer(unfusable: bool) -> int:
     if unfusable:  # x * -1 instead of -x: the same instructions (one unary op), but no neg to match
         llama.rotate_half = lambda t: torch.cat((t[..., t.shape[-1] // 2:] * -1, t[..., :t.shape[-1] // 2]), -1)
     mk_backend._C.schedule = counting
-    mk_backend._dry_run = lambda gm, graph, options, name: (
+    mk_backend._dry_run = lambda gm, graph, options, name, captured: (
         mk_backend._compile_program(gm, graph, options, name, dry_run=True), mk_backend.make_boxed_func(gm))[1]
     try:
         megakittens.compile(model, dry_run=True)(torch.randint(0, 512, (1, 1024)))

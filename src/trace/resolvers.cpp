@@ -489,26 +489,28 @@ std::string unsupported_hint(const std::string& target) {
   if (target == "aten.index.Tensor")
     return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";
   if (target == "aten.where.self")
-    return "; a select by a boolean mask (torch.where, masked_fill) that is not an SDPA mask (those run as the "
-           "score-matrix math, megakittens/sdpa_math.py), or fallback=\"eager\"";
+    return "; a select by a boolean mask (torch.where, masked_fill) whose mask is not computed by comparisons, "
+           "casts, and / or / not, sums or integer arithmetic of inputs (megakittens/masks.py), or "
+           "fallback=\"eager\"";
   if (target.rfind("aten.native_dropout", 0) == 0 || target.rfind("aten.bernoulli", 0) == 0)
     return "; dropout draws random numbers: call model.eval() (nn.Dropout, attention dropout) and pass "
            "dropout_p=0 to F.scaled_dot_product_attention";
   const auto starts = [&target](const char* prefix) { return target.rfind(prefix, 0) == 0; };
   for (const char* cmp : {"aten.eq.", "aten.ne.", "aten.lt.", "aten.le.", "aten.gt.", "aten.ge."})
     if (starts(cmp))
-      return "; a comparison (a boolean mask for torch.where / masked_fill; Hugging Face builds one from an "
-             "explicit position_ids to find packed sequences: leave position_ids=None for the default "
-             "positions), or fallback=\"eager\"";
+      return "; a comparison whose boolean result is returned or read by an op without an fp32 form (masks "
+             "that where / masked_fill / floating-point ops read run as 0 / 1, megakittens/masks.py; Hugging "
+             "Face builds one from an explicit position_ids to find packed sequences: leave position_ids=None "
+             "for the default positions), or fallback=\"eager\"";
   if (target == "aten.copy.default" || starts("aten.fill.") || target == "aten.slice_scatter.default" ||
-      starts("aten.index_put"))
-    return "; an assignment into part of a tensor (a[:, :8] = y, a KV-cache write, a[...] = 0), or "
-           "fallback=\"eager\"";
+      target == "aten.select_scatter.default" || starts("aten.index_put") || starts("aten.index_copy"))
+    return "; an assignment into part of a tensor with a step or by index (a[:, ::2] = y, index_copy_, a "
+           "KV-cache write; a[:, :8] = y and a[...] = 0 run as a Cat), or fallback=\"eager\"";
   if (starts("aten.sum.") || starts("aten.mean.") || starts("aten.amax.") || starts("aten.amin.") ||
       starts("aten.max.") || starts("aten.min."))
     return "; RowReduce sums, averages or takes the max over the last dim (x.sum(-1), x.mean(-1), x.amax(-1); "
-           "sums and means over every element too, x.sum()): not over another dim, no min, and no max with "
-           "indices (x.max(-1)); or fallback=\"eager\"";
+           "over other dims and every element too, through a copy): no min, and no max with indices "
+           "(x.max(-1)); or fallback=\"eager\"";
   if (target == "aten.mv.default" || target == "aten.dot.default")
     return "; Gemm takes matrices: x.unsqueeze(0) @ w (rows of 8-element multiples), or fallback=\"eager\"";
   if (starts("aten.pow.Tensor_Tensor") || starts("aten.pow.Scalar"))
@@ -564,7 +566,7 @@ std::pair<int64_t, int64_t> sdpa_head_dims(const FxGraph& g, int64_t s) {
 // What the graph around an unsupported softmax (megakittens/decompose.py lowers those over the last dim) shows
 // of its cause: random numbers drawn (dropout, as SDPA's decomposition with dropout_p > 0), scores that are
 // not 4-D (SDPA on 3-D query / key / value), value's head dim unlike query's, or (aten._softmax /
-// _log_softmax) a softmax of the model's own over another dim.
+// _log_softmax) a softmax of the model's own that the decomposition left.
 std::string softmax_cause(const FxGraph& g, const FxNode& n) {
   for (const FxNode& m : g.nodes)
     for (const char* p : {"aten.native_dropout", "aten.bernoulli", "aten.rand"})
@@ -573,8 +575,7 @@ std::string softmax_cause(const FxGraph& g, const FxNode& n) {
                "): dropout, as SDPA's decomposition has it when dropout_p > 0; pass dropout_p=0 or call "
                "model.eval()";
   if (n.target == "aten._softmax.default" || n.target == "aten._log_softmax.default")
-    return "; a softmax over another dim than the last (megakittens/decompose.py lowers softmax and log_softmax "
-           "over the last dim only): x.transpose(d, -1) first";
+    return "; a softmax that megakittens/decompose.py does not lower (a rank over 4, an integer input)";
   if (!n.args.empty() && n.args[0].is_node() && n.args[0].i >= 0 && n.args[0].i < static_cast<int64_t>(g.nodes.size())) {
     const FxNode& x = g.nodes[n.args[0].i];
     if (!x.outputs.empty() && x.outputs[0] && x.outputs[0]->shape.size() != 4)
