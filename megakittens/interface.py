@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import warnings
 from typing import Any, Callable, Optional
 
@@ -25,18 +26,44 @@ def _backend(options: Options, name: str) -> Any:
     return backend.make_backend(options, name)
 
 
+def _logger_methods() -> frozenset:
+    """logging.Logger's methods and Hugging Face's additions to it (``warning_once``, which its loss helpers
+    call when ``loss_type`` is unset): Dynamo cannot trace them, so under fullgraph each would be a graph
+    break (an error)."""
+    names = ("debug", "info", "warning", "warn", "warning_once", "info_once", "warning_advice")
+    return frozenset(m for m in (getattr(logging.Logger, n, None) for n in names) if m is not None)
+
+
+def _without_logging(call: Callable) -> Callable:
+    """``call`` with Dynamo told to skip logger calls (``torch._dynamo.config.ignore_logger_methods``): the
+    compiled graph does not log, where eager would have."""
+    @functools.wraps(call)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        ignored = set(torch._dynamo.config.ignore_logger_methods) | _logger_methods()
+        with torch._dynamo.config.patch(ignore_logger_methods=ignored):
+            return call(*args, **kwargs)
+    return run
+
+
 def _capture(fn: Callable, options: Options) -> Callable:
     aot = _backend(options, _qualname(fn))
     optimize = getattr(torch._dynamo, "optimize", None)
     if optimize is None:  # a torch without the seed's entry point
         if not options.enable:
             return fn
-        return torch.compile(fn, backend=aot, fullgraph=True, dynamic=False)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*optimize.*deprecated.*")
-        warnings.filterwarnings("ignore", message=r".*deprecated.*optimize.*")
-        # nopython: one graph = one kernel, a graph break is an error; dynamic=False: a new shape recompiles.
-        return optimize(backend=aot, nopython=True, dynamic=False, disable=not options.enable)(fn)
+        compiled = torch.compile(fn, backend=aot, fullgraph=True, dynamic=False)
+    else:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*optimize.*deprecated.*")
+            warnings.filterwarnings("ignore", message=r".*deprecated.*optimize.*")
+            # nopython: one graph = one kernel, a graph break is an error; dynamic=False: a new shape recompiles.
+            compiled = optimize(backend=aot, nopython=True, dynamic=False, disable=not options.enable)(fn)
+    if not options.enable:
+        return compiled
+    if isinstance(compiled, torch.nn.Module):  # an OptimizedModule: keep the module, wrap its forward
+        compiled.forward = _without_logging(compiled.forward)
+        return compiled
+    return _without_logging(compiled)
 
 
 def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool = False, verbose: bool = False,
@@ -46,7 +73,8 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     """Compile ``fn`` (a function or nn.Module) into one persistent megakernel.
 
     Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
-    graph (a graph break is an error); every new input shape recompiles. Inputs: tensors of rank <= 4
+    graph (a graph break is an error); every new input shape recompiles. Logger calls inside ``fn``
+    (``logging.Logger`` methods, Hugging Face's ``warning_once``) are skipped rather than breaking the graph. Inputs: tensors of rank <= 4
     (bfloat16; float32/float16 and int64 ids where docs/itypes.md says); a strided input (a transpose, a
     step slice, an expand) runs on a contiguous copy made at each call. CPU tensors run on the reference
     interpreter. Outputs have the strides eager would give them.

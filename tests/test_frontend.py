@@ -683,3 +683,27 @@ def test_gpu_call_path_runs_on_the_cpu_interpreter():
     assert ptrs[slot[0]] == x.data_ptr() and ptrs[slot[2]] == b.data_ptr() and ptrs[slot[1]] != w.data_ptr()
     with pytest.raises(ValueError, match="slot .* is on cpu"):
         d._call_gpu((x, args[1], args[2]), torch.device("cpu"))
+
+
+def test_logger_calls_inside_the_function_are_skipped():
+    """A logging call inside the compiled function (Hugging Face's logger.warning_once when loss_type is unset)
+    would break the graph under fullgraph: Dynamo is told to skip logger methods (the compiled run does not
+    log). Modules keep their type."""
+    import logging
+    log = logging.getLogger("megakittens.test")
+
+    def f(x):
+        log.warning("computing")
+        return x * 2
+
+    x = randn(8, 64)
+    torch._dynamo.reset()
+    assert torch.equal(megakittens.compile(f)(x), x * 2)
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            log.info("forward")
+            return x + 1
+
+    compiled = megakittens.compile(M())
+    assert isinstance(compiled, torch.nn.Module) and torch.equal(compiled(x), x + 1)
