@@ -8,7 +8,8 @@ traced. Two forms are common, and both are exact in four dims:
   and ``eager_attention.fuse_eager_attention`` those of a written-out attention): the same copy made of x
   viewed (B, Hk, 1, S D) and expanded to (B, Hk, G, S D).
 * ``select_from_rank5_views``: a rank-5 ``view`` whose readers each ``select`` one index of one dim that
-  is not the last (BLOOM views its fused q / k / v projection as (B, S, H, 3, D) and selects q, k and v),
+  is not the last, directly or through one permute (BLOOM views its fused q / k / v projection as (B, S, H,
+  3, D) and selects q, k and v; timm permutes (B, N, 3, H, D) to (3, B, H, N, D) and unbinds it),
   or copy a step-1 ``slice`` of it to 4 dims (Falcon's new decoder: (B, S, Hk, G + 2, D), the queries
   ``[..., :G, :]`` flattened to (B, S, Hk G, D), k and v the last two): the view with that dim merged into
   the next one, each select a slice of the merged dim, each slice copy a copy of the merged dim's slice.
@@ -80,13 +81,47 @@ def _slice_copy(u: torch.fx.Node, size: int) -> "tuple[int, int, torch.fx.Node] 
     return (start, end, w) if start < end else None
 
 
+def _selects_through_permute(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """A rank-5 view read by one permute whose readers all select one dim of it (timm's attention:
+    ``qkv.reshape(B, N, 3, H, D).permute(2, 0, 3, 1, 4).unbind(0)``): each select is the select of the view's
+    dim k = perm[d] (a slice of k merged into k + 1, as ``select_from_rank5_views``), then the permute of the
+    remaining dims. Whether it was rewritten."""
+    nv, users = val(node), list(node.users)
+    if len(users) != 1 or not (users[0].op == "call_function" and users[0].target is aten.permute.default):
+        return False
+    perm = [p % 5 for p in users[0].args[1]]
+    sels = list(users[0].users)
+    if not sels or any(s.op != "call_function" or s.target is not aten.select.int for s in sels) or \
+            len({s.args[1] % 5 for s in sels}) != 1:
+        return False
+    k = perm[sels[0].args[1] % 5]
+    if k == 4:
+        return False
+    shape = list(nv.shape)
+    inner = shape[k + 1]
+    rest = [p - (p > k) for p in perm if p != k]
+    with gm.graph.inserting_before(node), fake_mode(nv):
+        flat = emit(gm, node.target, (node.args[0], shape[:k] + [shape[k] * inner] + shape[k + 2:]))
+    for s in sels:
+        i = s.args[2] % shape[k]
+        with gm.graph.inserting_before(s), fake_mode(nv):
+            y = emit(gm, aten.slice.Tensor, (flat, k, i * inner, (i + 1) * inner))
+            if rest != list(range(4)):
+                y = emit(gm, aten.permute.default, (y, rest))
+        s.replace_all_uses_with(y)
+    return True
+
+
 def select_from_rank5_views(gm: torch.fx.GraphModule) -> int:
-    """Rewrite the rank-5 views read only through selects of one dim, or copies of a slice of it (module doc);
-    returns how many."""
+    """Rewrite the rank-5 views read only through selects of one dim, or copies of a slice of it, directly or
+    through one permute (module doc); returns how many."""
     count = 0
     for node in list(gm.graph.nodes):
         nv = val(node)
         if not (node.op == "call_function" and node.target in RESHAPES and nv is not None and nv.dim() == 5):
+            continue
+        if _selects_through_permute(gm, node):
+            count += 1
             continue
         users = list(node.users)
         kinds = (aten.select.int, aten.slice.Tensor)

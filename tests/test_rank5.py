@@ -25,6 +25,25 @@ def test_rank5_view_read_by_selects():
     assert not any(k.startswith("Copy") for k in (n.itype for n in mk_backend.dispatchers[-1].program.nodes))
 
 
+@pytest.mark.parametrize("read", ["unbind_sdpa", "index"])
+def test_rank5_view_permuted_then_selected(read):
+    """timm's attention: qkv.reshape(B, N, 3, H, D).permute(2, 0, 3, 1, 4) read by unbind(0) (or qkv[i]): each
+    select a slice of the merged view, then the permute of the other dims."""
+    B, N, H, D = 2, 17, 3, 64
+
+    def f(x, w):
+        qkv = (x @ w).reshape(B, N, 3, H, D).permute(2, 0, 3, 1, 4)
+        if read == "index":
+            return (qkv[0] * qkv[1] + qkv[2]).sum(-1)
+        q, k, v = qkv.unbind(0)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, N, H * D)
+
+    x, w = randn(B, N, H * D), randn(H * D, 3 * H * D, scale=0.05)
+    torch._dynamo.reset()
+    out, ref = megakittens.compile(f)(x, w), f(x, w)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
 def test_rank5_view_read_by_selects_and_a_slice_copy():
     """Falcon's grouped q / k / v: x.view(B, S, Hk, G + 2, D); the queries [..., :-2, :] flattened to
     (B, S, Hk G, D) (a copy of a slice of the merged view), k and v selects of it."""
