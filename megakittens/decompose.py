@@ -373,4 +373,5 @@ TABLE = {
     aten.copy.default: _copy,
     aten.fill.Scalar: _fill,
     aten.fill.Tensor: _fill,
+    aten.zero.default: lambda x: _fill(x, 0),
 }

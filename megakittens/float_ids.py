@@ -33,19 +33,26 @@ IndexError, as eager.
 """
 from __future__ import annotations
 
-import re
+import math
 from typing import Optional
 
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from megakittens._C import CompileError
 from megakittens.fx_nodes import call, finish, val
 from megakittens.sdpa_math import _CMP, _VIEWS, _BoolAsFloat
 
 aten = torch.ops.aten
 _INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 _EXACT = 2 ** 24  # fp32 holds every integer below it
+def _name(value) -> str:
+    """A number as text for a constant's attribute name, one per value (float.hex: exact, 1e30 unlike 1e-30)."""
+    text = float(value).hex() if isinstance(value, float) else str(value)
+    return text.replace("-", "m").replace("+", "p").replace(".", "d")
+
+
 _CMP_T = {aten.eq.Tensor: "eq", aten.ne.Tensor: "ne", aten.gt.Tensor: "gt", aten.ge.Tensor: "ge",
           aten.lt.Tensor: "lt", aten.le.Tensor: "le"}
 _ARITH = (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.add.Scalar, aten.sub.Scalar, aten.mul.Scalar,
@@ -54,7 +61,16 @@ _ARITH = (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.add.Scalar, at
 
 class _IntAsFloat(_BoolAsFloat):
     """``_BoolAsFloat`` extended to integer producers (module doc): ``convert(n)`` is an fp32 node holding
-    the values of the integer or boolean node ``n``, or None."""
+    the values of the integer or boolean node ``n``, or None.
+
+    ``guard``: integer graph inputs and integer add / sub / mul results of 2^24 or more become +-inf (ids:
+    an IndexError, never a wrong row). Without it (megakittens/masks.py: integers that floating-point ops
+    read, which eager casts to float there too) they are cast, rounding as that cast does, and only a
+    comparison of two integer tensors, which rounding could flip, gives NaN where either is that large."""
+
+    def __init__(self, gm: torch.fx.GraphModule, before: torch.fx.Node, fake_mode, guard: bool = True):
+        super().__init__(gm, before, fake_mode)
+        self.guard, self.poisoned = guard, False
 
     def _convert(self, n: torch.fx.Node) -> Optional[torch.fx.Node]:
         v = val(n)
@@ -67,9 +83,11 @@ class _IntAsFloat(_BoolAsFloat):
             a, b = (self._as_f32(a) for a in n.args)
             if a is None or b is None:
                 return None
-            op = _CMP_T[n.target]
-            f = self._nonzero(self._emit(aten.sub.Tensor, (a, b)), {"eq": "ne", "le": "gt", "ge": "lt"}.get(op, op))
-            return self._emit(aten.rsub.Scalar, (f, 1.0)) if op in ("eq", "le", "ge") else f
+            av, bv = val(n.args[0]), val(n.args[1])
+            f = self.compare(a, b, _CMP_T[n.target], av.dtype.is_floating_point, bv.dtype.is_floating_point)
+            if not self.guard and (av.dtype in _INTS or bv.dtype in _INTS):  # NaN where rounding could flip it
+                f = self._poison(f, self._emit(aten.maximum.default, (self._big(a), self._big(b))))
+            return f
         if v is None or v.dtype == torch.bool:
             return super()._convert(n)
         if v.dtype not in _INTS:
@@ -80,7 +98,8 @@ class _IntAsFloat(_BoolAsFloat):
                 return None
             return self._constant(f"{n.target}_f32", const.to(torch.float32))
         if n.op != "call_function":  # a graph input
-            return self._guarded(self._emit(aten._to_copy.default, (n,), {"dtype": torch.float32}))
+            x = self._emit(aten._to_copy.default, (n,), {"dtype": torch.float32})
+            return self._guarded(x) if self.guard else x
         t, args = n.target, n.args
         if t is aten._to_copy.default and set(n.kwargs) <= {"dtype", "layout", "device"} and \
                 val(args[0]) is not None and (val(args[0]).dtype in _INTS or val(args[0]).dtype == torch.bool):
@@ -91,7 +110,17 @@ class _IntAsFloat(_BoolAsFloat):
             xs = [self.convert(a) if isinstance(a, torch.fx.Node) else a for a in args]
             if any(x is None for x in xs) or not all(isinstance(a, (torch.fx.Node, int, float)) for a in args):
                 return None
-            return self._emit(t, tuple(xs), dict(n.kwargs))
+            y = self._emit(t, tuple(xs), dict(n.kwargs))
+            if t is aten.neg.default:
+                return y
+            return self._guarded(y) if self.guard else self._poison(y, self._big(y))
+        if t in (aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default) and \
+                all(isinstance(a, (int, float, type(None))) for a in args[1:]):
+            x = self.convert(args[0])
+            return None if x is None else self._emit(t, (x,) + tuple(args[1:]))
+        if t is aten.where.self or t in (aten.masked_fill.Scalar, aten.masked_fill.Tensor):
+            c, a, b = (args[0], args[1], args[2]) if t is aten.where.self else (args[1], args[2], args[0])
+            return self.where(c, a, b, torch.float32, v.device)
         if t is aten.cumsum.default and set(n.kwargs) <= {"dtype"} and len(args) == 2 and v.dim() in (1, 2, 3) and \
                 args[1] % v.dim() == v.dim() - 1 and v.shape[-1] < _EXACT:
             x = self.convert(args[0])
@@ -118,11 +147,15 @@ class _IntAsFloat(_BoolAsFloat):
         return None
 
     def _argmax(self, x: torch.fx.Node, keepdim: bool) -> torch.fx.Node:
-        """The first index of each row's maximum (torch.argmax's tie rule): e = (x == max), kept where the
-        running count of e is 1, times the column index, summed; every step exact in fp32."""
+        """The first index of each row's maximum (torch.argmax's tie rule; a NaN is the maximum): e = (x ==
+        max), kept where the running count of e is 1, times the column index, summed; every step exact in
+        fp32."""
         s = val(x).shape[-1]
         top = self._emit(aten.amax.default, (x, [-1], True))
-        e = self._emit(aten.rsub.Scalar, (self._nonzero(self._emit(aten.sub.Tensor, (x, top)), "ne"), 1.0))
+        if val(x).dtype.is_floating_point:  # eager's rules: an inf maximum is found, a NaN is the maximum
+            e = self._emit(aten.add.Tensor, (self.compare(x, top, "eq", True, True), self._isnan(x)))
+        else:
+            e = self._emit(aten.rsub.Scalar, (self._nonzero(self._emit(aten.sub.Tensor, (x, top)), "ne"), 1.0))
         once = self._nonzero(self._emit(aten.sub.Tensor, (self._cumsum(e, s), 1.0)), "ne")
         first = self._emit(aten.mul.Tensor, (e, self._emit(aten.rsub.Scalar, (once, 1.0))))
         cols = self._constant(f"_mk_cols_f32_{s}", torch.arange(s, dtype=torch.float32, device=val(x).device))
@@ -161,7 +194,7 @@ class _IntAsFloat(_BoolAsFloat):
             for side, amount in ((0, before), (1, after)):
                 if amount > 0:
                     block = shape[:dim] + [amount] + shape[dim + 1:]
-                    name = re.sub(r"\W", "_", f"_mk_full_f32_{'x'.join(map(str, block))}_{value}")
+                    name = f"_mk_full_f32_{'x'.join(map(str, block))}_{_name(value)}"
                     const = self._constant(name, torch.full(block, value, device=val(x).device))
                     parts.insert(0 if side == 0 else len(parts), const)
             if len(parts) > 1:
@@ -180,14 +213,55 @@ class _IntAsFloat(_BoolAsFloat):
                 return f
         return super()._as_f32(x)
 
+    def where(self, c, a, b, dtype: torch.dtype, device) -> Optional[torch.fx.Node]:
+        """``where(c, a, b)`` in ``dtype`` as ``select(m, a) + select(1 - m, b)`` (m = c as 0 / 1; numbers as
+        one-element constants, integers converted, other dtypes cast): one term is exactly 0, so the sum is
+        the branch taken, and an inf or NaN of the other stays out. None where an operand does not convert."""
+        m = self.convert(c)
+        a, b = self._operand(a, dtype, device), self._operand(b, dtype, device)
+        if m is None or a is None or b is None:
+            return None
+        keep = self._select(m, a)
+        other = self._select(self._emit(aten.rsub.Scalar, (m, 1.0)), b)
+        y = self._emit(aten.add.Tensor, (keep, other))
+        if self.poisoned:  # a NaN mask (a poisoned comparison) must reach the result, which select would hide
+            y = self._emit(aten.add.Tensor, (y, self._emit(aten._to_copy.default, (self._emit(
+                aten.sub.Tensor, (m, m)),), {"dtype": dtype})))
+        return y
+
+    def _operand(self, a, dtype: torch.dtype, device) -> Optional[torch.fx.Node]:
+        if not isinstance(a, torch.fx.Node):
+            value = torch.tensor([a], dtype=dtype, device=device)
+            if value.isinf().any() and not (isinstance(a, float) and math.isinf(a)):
+                raise CompileError(f"masked_fill / where: the value {a} overflows {dtype} (eager raises too)")
+            return self._constant(f"_mk_scalar_{str(dtype).split('.')[-1]}_{_name(value.item())}", value)
+        v = val(a)
+        if v.dtype == torch.bool or v.dtype in _INTS:
+            a = self.convert(a)
+            if a is None:
+                return None
+            v = val(a)
+        if v.dtype != dtype:
+            a = self._emit(aten._to_copy.default, (a,), {"dtype": dtype})
+        return self._emit(aten.view.default, (a, [1])) if v.dim() == 0 else a
+
+    def _poison(self, x: torch.fx.Node, where: torch.fx.Node) -> torch.fx.Node:
+        """x, NaN where ``where`` is 1 (an integer result fp32 may have rounded: visible, never silently off)."""
+        self.poisoned = True
+        nan = self._constant("_mk_nan_f32", torch.full([1], float("nan"), device=val(x).device))
+        return self._emit(aten.add.Tensor, (x, self._select(where, nan)))
+
+    def _big(self, x: torch.fx.Node) -> torch.fx.Node:
+        """1 where |x| is 2^24 or more (fp32 may have rounded it), else 0."""
+        return self._nonzero(self._emit(aten.sub.Tensor, (self._emit(aten.abs.default, (x,)), float(_EXACT - 1))),
+                             "gt")
+
     def _guarded(self, x: torch.fx.Node) -> torch.fx.Node:
         """An input's values cast to fp32, those of magnitude 2^24 or more (rounded by the cast) made +-inf:
         x / (1 - big), big = 1 where |x| > 2^24 - 1. An inf compares as the large number it stood for, and
         anything else it reaches (a sum, a difference, an id) becomes inf or NaN, which no Embedding takes
         (IndexError): never a wrong row."""
-        d = self._emit(aten.sub.Tensor, (self._emit(aten.abs.default, (x,)), float(_EXACT - 1)))
-        big = self._nonzero(d, "gt")
-        return self._emit(aten.div.Tensor, (x, self._emit(aten.rsub.Scalar, (big, 1.0))))
+        return self._emit(aten.div.Tensor, (x, self._emit(aten.rsub.Scalar, (self._big(x), 1.0))))
 
     def _cumsum(self, x: torch.fx.Node, s: int) -> torch.fx.Node:
         # tril[j, i] = 1 for i <= j: row j sums x[.., :j + 1]

@@ -26,7 +26,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from megakittens.float_ids import _EXACT, _INTS, _IntAsFloat
+from megakittens.float_ids import _EXACT, _IntAsFloat
 from megakittens.fx_nodes import call, finish, val
 
 aten = torch.ops.aten
@@ -36,9 +36,10 @@ def _rewrite(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
     logp, target, weight, reduction, ignore = (list(node.args) + [None, 1, -100][len(node.args) - 2:])[:5]
     lv, tv = val(logp), val(target)
     wv = val(weight) if weight is not None else None
-    if lv is None or tv is None or lv.dim() != 2 or not lv.dtype.is_floating_point or tv.dtype not in _INTS or \
+    # Eager's own checks: int64 targets, weights of the scores' dtype (else the op stays, and is reported).
+    if lv is None or tv is None or lv.dim() != 2 or not lv.dtype.is_floating_point or tv.dtype != torch.int64 or \
             reduction not in (0, 1, 2) or abs(ignore) >= _EXACT or lv.shape[1] >= _EXACT or \
-            (weight is not None and (wv is None or not wv.dtype.is_floating_point)):
+            (weight is not None and (wv is None or wv.dtype != lv.dtype)):
         return False
     reads = {u.args[1] for u in node.users if u.target is operator.getitem}
     if len(reads) != len(node.users) or (reduction == 0 and 1 in reads):

@@ -13,16 +13,19 @@ tensor:
   ``a m + b (1 - m)`` would turn ``masked_fill(.., -inf)`` into NaN). ``masked_fill(x, c, v)`` is
   ``where(c, v, x)``; a and b are cast to the result dtype first, as eager's where does.
 - ``_to_copy`` of a boolean or integer to a float: the converted tensor, cast.
+- ``x.gather(0, idx)`` of a vector x (label smoothing's class weights): an Embedding of x viewed (N, 1) at the
+  fp32 idx (out of range: IndexError, as eager).
 - any other pointwise op (``torch.Tag.pointwise``: ``x * mask``, ``total / count`` with an integer count):
   the same op on the converted operands, cast back to the node's dtype where fp32 operands promoted it.
 
-Operands whose chain does not convert (``_IntAsFloat``'s module doc lists what does) leave the node as it
-is; the support report then names the op. A comparison of a NaN counts as true here (eager: false except
-``!=``).
+Comparisons follow eager's NaN and infinity rules and round a number to a 16-bit operand's dtype first
+(``_BoolAsFloat.compare``). Integers are cast as eager casts them for a floating-point op (no 2^24 guard,
+``_IntAsFloat(guard=False)``), but a comparison of two integer tensors either of which is 2^24 or more gives
+NaN (fp32 could round them equal). A ``masked_fill`` value that overflows the tensor's dtype raises
+CompileError (eager raises too). Operands whose chain does not convert (``_IntAsFloat``'s module doc lists
+what does) leave the node as it is; the support report then names the op.
 """
 from __future__ import annotations
-
-import re
 
 import torch
 import torch.fx
@@ -40,41 +43,20 @@ def _exact(v) -> bool:
     return v is not None and (v.dtype == torch.bool or v.dtype in _INTS)
 
 
-def _operand(conv: _IntAsFloat, a, dtype: torch.dtype, device) -> torch.fx.Node:
-    """A where operand as a tensor of ``dtype`` (a number as a one-element constant, a 0-dim tensor viewed
-    (1,)); None where an integer operand does not convert."""
-    if not isinstance(a, torch.fx.Node):
-        name = re.sub(r"\W", "_", f"_mk_scalar_{str(dtype).split('.')[-1]}_{a!r}")
-        return conv._constant(name, torch.tensor([a], dtype=dtype, device=device))
-    v = val(a)
-    if _exact(v):
-        a = conv.convert(a)
-        if a is None:
-            return None
-        v = val(a)
-    if v.dtype != dtype:
-        a = conv._emit(aten._to_copy.default, (a,), {"dtype": dtype})
-    return conv._emit(aten.view.default, (a, [1])) if v.dim() == 0 else a
-
-
-def _where(conv: _IntAsFloat, c, a, b, out: torch.Tensor):
-    m = conv.convert(c)
-    a, b = _operand(conv, a, out.dtype, out.device), _operand(conv, b, out.dtype, out.device)
-    if m is None or a is None or b is None:
-        return None
-    e = conv._emit
-    keep = e(torch.ops.megakittens.select.default, (m, a))
-    other = e(torch.ops.megakittens.select.default, (e(aten.rsub.Scalar, (m, 1.0)), b))
-    y = e(aten.add.Tensor, (keep, other))
-    return y if list(val(y).shape) == list(out.shape) else e(aten.expand.default, (y, list(out.shape)))
-
-
 def _rewrite(conv: _IntAsFloat, node: torch.fx.Node):
     t, args, out = node.target, node.args, val(node)
-    if t in _WHERE:
-        return _where(conv, args[0], args[1], args[2], out)
-    if t in _FILL:
-        return _where(conv, args[1], args[2], args[0], out)
+    if t in _WHERE or t in _FILL:
+        c, a, b = (args[0], args[1], args[2]) if t in _WHERE else (args[1], args[2], args[0])
+        y = conv.where(c, a, b, out.dtype, out.device)
+        if y is None or list(val(y).shape) == list(out.shape):
+            return y
+        return conv._emit(aten.expand.default, (y, list(out.shape)))
+    if t is aten.gather.default and len(args) == 3 and val(args[0]).dim() == 1 and val(args[2]).dim() == 1:
+        ids = conv.convert(args[2])  # x.gather(0, idx) of a vector (cross_entropy's class weights): an Embedding
+        if ids is None:
+            return None
+        table = conv._emit(aten.view.default, (args[0], [-1, 1]))
+        return conv._emit(aten.view.default, (conv._emit(torch.ops.megakittens.embedding.default, (table, ids)), [-1]))
     if t is aten._to_copy.default and set(node.kwargs) <= {"dtype", "layout", "device"}:
         f = conv.convert(args[0])
         if f is None:
@@ -107,7 +89,7 @@ def masks_in_float(gm: torch.fx.GraphModule) -> int:
         if node.op != "call_function" or out is None or not out.dtype.is_floating_point or \
                 not any(_exact(val(a)) for a in node.all_input_nodes):
             continue
-        conv = conv or _IntAsFloat(gm, node, torch._guards.detect_fake_mode([out]) or FakeTensorMode())
+        conv = conv or _IntAsFloat(gm, node, torch._guards.detect_fake_mode([out]) or FakeTensorMode(), guard=False)
         conv.before = node
         y = _rewrite(conv, node)
         if y is not None:

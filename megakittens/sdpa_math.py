@@ -192,9 +192,11 @@ class _BoolAsFloat:
     x != 0 is min(|x| 2^150, 1) (x as fp32: exact for integers below 2^24 and for any float, subnormals
     included; the scale is two multiplies by 2^75), which covers casts to bool (a tokenizer's
     attention_mask, int or float) and comparisons with a Python scalar through d = x - c: ne min(|d| 2^150, 1),
-    gt clamp(d 2^150, 0, 1), lt clamp(-d 2^150, 0, 1), and eq / le / ge as 1 minus ne / gt / lt. And / or / not
-    are *, max and 1 - x; views are the same views; constants become fp32 constants; any other boolean
-    tensor (a graph input) is cast. ``convert`` returns None for other producers (the mask is left alone)."""
+    gt clamp(d 2^150, 0, 1), lt clamp(-d 2^150, 0, 1), and eq / le / ge as 1 minus ne / gt / lt; a float
+    operand also gets eager's NaN and infinity rules (``compare``); a number is rounded to a 16-bit operand's
+    dtype first, as eager does. And / or / not are *, max and 1 - x of their operands' truth; views are the
+    same views; constants become fp32 constants; any other boolean tensor (a graph input) is cast.
+    ``convert`` returns None for other producers (the mask is left alone)."""
 
     def __init__(self, gm: torch.fx.GraphModule, before: torch.fx.Node, fake_mode):
         self.gm, self.before, self.fake_mode, self.done = gm, before, fake_mode, {}
@@ -239,27 +241,77 @@ class _BoolAsFloat:
                 return None
             if xv.dtype == torch.bool:
                 return self.convert(x)
-            return self._nonzero(self._as_f32(x), "ne")
+            f = self._as_f32(x)
+            if f is None:
+                return None
+            return self.compare(f, 0.0, "ne", xv.dtype.is_floating_point)
         if t in _CMP and len(args) == 2 and isinstance(args[1], (int, float)) and isinstance(args[0], torch.fx.Node):
             xv = args[0].meta.get("val")
             if not isinstance(xv, torch.Tensor) or xv.dtype == torch.bool or xv.is_complex():
                 return None
-            d = self._emit(aten.sub.Tensor, (self._as_f32(args[0]), float(args[1])))
-            op = _CMP[t]
-            f = self._nonzero(d, {"eq": "ne", "le": "gt", "ge": "lt"}.get(op, op))
-            return self._emit(aten.rsub.Scalar, (f, 1.0)) if op in ("eq", "le", "ge") else f
+            f = self._as_f32(args[0])
+            if f is None:
+                return None
+            c = float(args[1])
+            if xv.dtype in (torch.bfloat16, torch.float16):  # eager rounds the number to the tensor's dtype
+                c = float(torch.tensor(c, dtype=xv.dtype))
+            return self.compare(f, c, _CMP[t], xv.dtype.is_floating_point)
         if t in _VIEWS:
             x = self.convert(args[0])
             return None if x is None else self._emit(t, (x,) + tuple(args[1:]), dict(n.kwargs))
         if t in _AND or t in _OR:
-            a, b = self.convert(args[0]), self.convert(args[1])
+            a, b = self._truth(args[0]), self._truth(args[1])
             if a is None or b is None:
                 return None
             return self._emit(aten.mul.Tensor if t in _AND else aten.maximum.default, (a, b))
         if t in _NOT:
-            a = self.convert(args[0])
+            a = self._truth(args[0])
             return None if a is None else self._emit(aten.rsub.Scalar, (a, 1.0))
         return None
+
+    def _truth(self, x) -> Optional[torch.fx.Node]:
+        """An operand of and / or / not as 0 / 1: a boolean converted, a number's truth (logical_and of
+        integers: x != 0)."""
+        xv = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        if not isinstance(xv, torch.Tensor):
+            return None
+        f = self.convert(x) if xv.dtype == torch.bool else self._as_f32(x)
+        if f is None or xv.dtype == torch.bool:
+            return f
+        return self.compare(f, 0.0, "ne", xv.dtype.is_floating_point)
+
+    def compare(self, a: torch.fx.Node, b, op: str, may_nan: bool, b_may_nan: bool = False) -> torch.fx.Node:
+        """``a <op> b`` as 0 / 1 (a fp32, b fp32 or a number; op eq ne gt ge lt le) through d = a - b, with
+        eager's rules for floats (``may_nan``: a may hold NaN or inf; ``b_may_nan``: b too): a comparison with
+        a NaN is false but for !=, and equal infinities are equal (their difference, NaN, counts as 0). The
+        NaN handling uses ``megakittens.select``, so integer and boolean masks (no NaN) keep the plain form."""
+        aten = torch.ops.aten
+        d = self._emit(aten.sub.Tensor, (a, b))
+        nan = None
+        if may_nan or b_may_nan:
+            nan = self._isnan(a) if may_nan else None
+            if b_may_nan:
+                nb = self._isnan(b)
+                nan = nb if nan is None else self._emit(aten.maximum.default, (nan, nb))
+            d = self._select(self._emit(aten.rsub.Scalar, (self._isnan(d), 1.0)), d)
+        f = self._nonzero(d, {"eq": "ne", "le": "gt", "ge": "lt"}.get(op, op))
+        if op in ("eq", "le", "ge"):
+            f = self._emit(aten.rsub.Scalar, (f, 1.0))
+        if nan is None:
+            return f
+        f = self._select(self._emit(aten.rsub.Scalar, (nan, 1.0)), f)
+        return self._emit(aten.add.Tensor, (f, nan)) if op == "ne" else f
+
+    def _select(self, m: torch.fx.Node, x: torch.fx.Node) -> torch.fx.Node:
+        return self._emit(torch.ops.megakittens.select.default, (m, x))
+
+    def _isnan(self, x: torch.fx.Node) -> torch.fx.Node:
+        """1 where the fp32 x is NaN, else 0: clamp(x, -1, 1) is finite but for NaN, so its difference with
+        itself is 0 but for NaN, and select reads NaN as nonzero."""
+        aten = torch.ops.aten
+        c = self._emit(aten.clamp.default, (x, -1.0, 1.0))
+        one = self._constant("_mk_one_f32", torch.ones(1, device=x.meta["val"].device))
+        return self._select(self._emit(aten.sub.Tensor, (c, c)), one)
 
     def _as_f32(self, x: torch.fx.Node) -> torch.fx.Node:
         if x.meta["val"].dtype == torch.float32:

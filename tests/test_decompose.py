@@ -242,7 +242,13 @@ def _assign_row_in_fp32(a, b):
     return a
 
 
-@pytest.mark.parametrize("fn", [_assign_first, _assign_middle, _assign_zero, _assign_row_in_fp32])
+def _zero_in_place(a, b):
+    a = a + 0
+    a[:, 1:3].zero_()
+    return a - b[:, :1]
+
+
+@pytest.mark.parametrize("fn", [_assign_first, _assign_middle, _assign_zero, _assign_row_in_fp32, _zero_in_place])
 def test_assignments_into_part_of_a_tensor(fn):
     """a[:, i:j] = b / a[:, i] = b / a[..., -2:] = 0 inside the function (slice_scatter, select_scatter, copy,
     fill after functionalization: one Cat): exact."""
