@@ -97,8 +97,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         _print_graph(gm, name, is_backward)
     # dry_run runs the graph as captured: the rewritten one may view what eager cannot (a view of a transpose
     # that the tracer reads as one, megakittens/rank5.py).
-    captured = copy.deepcopy(gm) if options.dry_run else None
     with unset_fake_temporarily():  # AOTAutograd calls its compiler inside its fake mode: constants stay real
+        captured = copy.deepcopy(gm) if options.dry_run else None
         _rewrite(gm, options)
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))

@@ -19,6 +19,7 @@ that have one.
 - ``aten.slice_scatter`` with step 1 and ``select_scatter`` (``a[:, :1] = b``, ``a[:, 1] = b``, functionalized):
   one ``cat`` of a's slices around b;
   the functional ``copy`` / ``fill`` that make b: b in a's dtype broadcast, or a constant.
+- ``aten.cat`` of more than 16 tensors (DenseNet): a cat of cats of at most 16.
 - ``aten.stack`` (interleaved RoPE's ``stack((-x2, x1), -1)``): each input ``unsqueeze``d at ``dim``, then
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
@@ -329,6 +330,14 @@ def _fill(x: torch.Tensor, value: Any) -> Any:
     return torch.full(x.shape, value, dtype=x.dtype, device=x.device)
 
 
+def _cat_many(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
+    """A cat of more than 16 tensors (DenseNet's growing feature maps) as a cat of cats: one Cat node takes
+    at most 16 inputs (src/schedule/instruction.h)."""
+    if len(tensors) <= 16:
+        return NotImplemented
+    return convolution._cat(list(tensors), dim)
+
+
 def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
     if not tensors:
         return NotImplemented
@@ -368,6 +377,7 @@ TABLE = {
     aten.split_with_sizes.default: _split_sizes,
     aten.unbind.int: _unbind,
     aten.stack.default: _stack,
+    aten.cat.default: _cat_many,
     aten.slice_scatter.default: _slice_scatter,
     aten.select_scatter.default: _select_scatter,
     aten.copy.default: _copy,

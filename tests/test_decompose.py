@@ -258,3 +258,12 @@ def test_assignments_into_part_of_a_tensor(fn):
     out = megakittens.compile(fn)(a, b)
     assert torch.equal(a, a0)  # the caller's tensor is not written
     assert torch.equal(out, fn(a, b))
+
+
+@pytest.mark.parametrize("n", [17, 40])
+def test_cat_of_more_than_16_tensors(n):
+    """DenseNet concatenates every earlier feature map: a cat of cats (one Cat node takes 16 inputs)."""
+    xs = [randn(2, 3, 8) for _ in range(n)]
+    fn = lambda *xs: torch.cat(xs, 1) * 2  # noqa: E731
+    torch._dynamo.reset()
+    assert torch.equal(megakittens.compile(fn)(*xs), fn(*xs))
