@@ -26,10 +26,9 @@ and constants of 2^24 or more leave the chain alone. ``x[i0]`` and ``x[i0, i1]``
 leading dims) become Embeddings the same way (``_index_rows``).
 
 Any other producer leaves the Embedding as it is (its error names the op). A cumsum over 2^24 elements or
-more is left alone too. Values are not bounded at compile time: an id whose chain passes 2^24 on the way (a
-product of large ids cancelled by a subtraction) would round where eager's int64 does not; the chains models
-build (0 / 1 masks, their running counts, offsets) stay far below. An id that ends outside the table raises
-IndexError, as eager.
+more is left alone too. Integer add / sub / mul results of 2^24 or more are guarded as the inputs are (a
+product of large ids cancelled by a subtraction ends in inf or NaN: an IndexError, never a wrong row). An id
+that ends outside the table raises IndexError, as eager.
 """
 from __future__ import annotations
 
@@ -47,6 +46,13 @@ from megakittens.sdpa_math import _CMP, _VIEWS, _BoolAsFloat
 aten = torch.ops.aten
 _INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 _EXACT = 2 ** 24  # fp32 holds every integer below it
+
+
+def integral(v) -> bool:
+    """Whether the tensor ``v`` holds integers or booleans (what ``_IntAsFloat`` converts)."""
+    return v is not None and (v.dtype == torch.bool or v.dtype in _INTS)
+
+
 def _name(value) -> str:
     """A number as text for a constant's attribute name, one per value (float.hex: exact, 1e30 unlike 1e-30)."""
     text = float(value).hex() if isinstance(value, float) else str(value)
@@ -101,8 +107,7 @@ class _IntAsFloat(_BoolAsFloat):
             x = self._emit(aten._to_copy.default, (n,), {"dtype": torch.float32})
             return self._guarded(x) if self.guard else x
         t, args = n.target, n.args
-        if t is aten._to_copy.default and set(n.kwargs) <= {"dtype", "layout", "device"} and \
-                val(args[0]) is not None and (val(args[0]).dtype in _INTS or val(args[0]).dtype == torch.bool):
+        if t is aten._to_copy.default and set(n.kwargs) <= {"dtype", "layout", "device"} and integral(val(args[0])):
             return self.convert(args[0])
         if t in _ARITH:
             if any(isinstance(a, (int, float)) and abs(a) >= _EXACT for a in args):
@@ -141,7 +146,7 @@ class _IntAsFloat(_BoolAsFloat):
             return None if any(x is None for x in xs) else self._emit(t, (xs,) + tuple(args[1:]))
         if t is aten.argmax.default and len(args) == 2 and val(args[0]) is not None and \
                 args[1] % max(val(args[0]).dim(), 1) == val(args[0]).dim() - 1 and val(args[0]).dim() in (1, 2, 3):
-            x = self.convert(args[0]) if val(args[0]).dtype in _INTS or val(args[0]).dtype == torch.bool else \
+            x = self.convert(args[0]) if integral(val(args[0])) else \
                 (args[0] if val(args[0]).dtype == torch.float32 else None)
             return None if x is None else self._argmax(x, bool(n.kwargs.get("keepdim", False)))
         return None
@@ -236,7 +241,7 @@ class _IntAsFloat(_BoolAsFloat):
                 raise CompileError(f"masked_fill / where: the value {a} overflows {dtype} (eager raises too)")
             return self._constant(f"_mk_scalar_{str(dtype).split('.')[-1]}_{_name(value.item())}", value)
         v = val(a)
-        if v.dtype == torch.bool or v.dtype in _INTS:
+        if integral(v):
             a = self.convert(a)
             if a is None:
                 return None

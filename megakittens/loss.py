@@ -51,10 +51,9 @@ def _rewrite(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
     e = conv._emit
     n_rows, c = lv.shape
     cols = conv._constant(f"_mk_cols_f32_{c}", torch.arange(c, dtype=torch.float32, device=lv.device))
-    hit = e(aten.rsub.Scalar, (conv._nonzero(e(aten.sub.Tensor, (e(aten.unsqueeze.default, (t, -1)), cols)), "ne"),
-                               1.0))
+    hit = conv.compare(e(aten.unsqueeze.default, (t, -1)), cols, "eq", False)
     picked = e(aten.sum.dim_IntList, (e(aten.mul.Tensor, (conv._as_f32(logp), hit)), [-1]))
-    valid = conv._nonzero(e(aten.sub.Tensor, (t, float(ignore))), "ne")
+    valid = conv.compare(t, float(ignore), "ne", False)
     table = conv._constant(f"_mk_ones_f32_{c}", torch.ones(c, 1, dtype=torch.float32, device=lv.device)) \
         if weight is None else e(aten.view.default, (weight, [c, 1]))
     w_t = e(aten.view.default, (e(torch.ops.megakittens.embedding.default,

@@ -31,16 +31,12 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from megakittens.float_ids import _INTS, _IntAsFloat
+from megakittens.float_ids import _IntAsFloat, integral
 from megakittens.fx_nodes import finish, val
 
 aten = torch.ops.aten
 _WHERE = (aten.where.self,)
 _FILL = (aten.masked_fill.Scalar, aten.masked_fill.Tensor)
-
-
-def _exact(v) -> bool:
-    return v is not None and (v.dtype == torch.bool or v.dtype in _INTS)
 
 
 def _rewrite(conv: _IntAsFloat, node: torch.fx.Node):
@@ -68,7 +64,7 @@ def _rewrite(conv: _IntAsFloat, node: torch.fx.Node):
 
     def arg(a):
         nonlocal ok
-        if isinstance(a, torch.fx.Node) and _exact(val(a)):
+        if isinstance(a, torch.fx.Node) and integral(val(a)):
             f = conv.convert(a)
             ok = ok and f is not None
             return f
@@ -87,7 +83,7 @@ def masks_in_float(gm: torch.fx.GraphModule) -> int:
     for node in list(gm.graph.nodes):
         out = val(node)
         if node.op != "call_function" or out is None or not out.dtype.is_floating_point or \
-                not any(_exact(val(a)) for a in node.all_input_nodes):
+                not any(integral(val(a)) for a in node.all_input_nodes):
             continue
         conv = conv or _IntAsFloat(gm, node, torch._guards.detect_fake_mode([out]) or FakeTensorMode(), guard=False)
         conv.before = node

@@ -7,7 +7,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import megakittens
 import megakittens.backend as mk_backend
 from common import rel_err
 from test_gpu_llama import _compile_no_fallback, _gpu_ok, _megakernel_launches
