@@ -10,7 +10,7 @@ TARGETS = (None, "b200", "h200")
 # Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces,
 # RMSNorm row pages per instruction and their balance, the cost-balanced placement of causal Attention tiles.
 PROFILE_OVERRIDES = ("gemm_n", "gemm_n_narrow", "gemm_split_k", "gemm_split_chain_steps", "rms_norm_pages",
-                     "rms_norm_balance", "balance_costs", "claim_chunk")
+                     "rms_norm_balance", "balance_costs", "claim_chunk", "max_slots")
 # The values each override may take (the device bodies' limits: kernels/mk/itypes/gemm.cuh runs 64-column
 # boxes in tiles of at most 256 columns, rms_norm.cuh at most 3 row pages), as (test, what it means).
 _OVERRIDE_RANGES = {
@@ -23,6 +23,7 @@ _OVERRIDE_RANGES = {
     "balance_costs": (lambda v: v in (0, 1, 2, 3),
                       "0 (off), 1 (every node), 2 (nodes of at most 2 instructions per SM) or 3 (every node, chunk by chunk)"),
     "claim_chunk": (lambda v: -1 <= v <= 64, "-1 (the IType's order), 0 (the whole node longest first) or waves per chunk, 1 to 64"),
+    "max_slots": (lambda v: 0 <= v <= 1016, "0 (the instruction's limit, 1016) or a lower tensor slot limit, 1 to 1016"),
 }
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 import megakittens
 import megakittens.backend as mk_backend
+from megakittens import _C
 from common import check_close, check_interleavings, many_slots, many_slots_inputs, mlp, mlp_inputs, randn
 
 mk = torch.ops.megakittens
@@ -206,27 +207,36 @@ def test_unused_inputs_are_ignored():
     check_close(megakittens.compile(f)(x, randn(4, 4), torch.randn(3)), torch.relu(x))
 
 
-def test_more_than_256_tensor_slots():
-    """300 inputs: slots up to ~305, beyond the seed's one-byte slot ids."""
-    args = many_slots_inputs()
+@pytest.mark.parametrize("n", [300, 800])
+def test_more_than_256_tensor_slots(n):
+    """n inputs: slots up to ~n + 5, beyond the seed's one-byte slot ids (bit 8, and past 512 bit 9)."""
+    args = many_slots_inputs(n)
     f = megakittens.compile(many_slots)
     check_close(f(*args), many_slots(*args))
     p = mk_backend.dispatchers[-1].program
-    assert len(p.slots) > 256
+    assert len(p.slots) > n
     insts = [p.instruction(i) for i in range(p.num_instructions)]
     gemm = [d for d in insts if d["icode"] and p.icodes[d["icode"]].startswith("Gemm")]
-    assert gemm and all(d["src_tensors"][1] >= 256 for d in gemm)  # W, a slot with bit 8 set
-    # Slot ids round-trip through the packed words (the table the GPU reads).
+    assert gemm and all(d["src_tensors"][1] >= (512 if n > 512 else 256) for d in gemm)  # W: the top bit set
+    # Slot ids round-trip through the packed words (the table the GPU reads): [Note: slot bits].
     words = p.table_global()
+    seen = set()
     for i, d in enumerate(insts):
         assert words[i][0] & 0xFFFF == d["icode"]
         lo = [(words[i][1 + k // 4] >> (8 * (k % 4))) & 0xFF for k in range(16)]
-        hi = [(words[i][0] >> (16 + k)) & 1 for k in range(16)]
-        assert [l | h << 8 for l, h in zip(lo, hi)] == d["src_tensors"]
-        assert [(words[i][5 + k // 2] >> (16 * (k % 2))) & 0xFFFF for k in range(4)] == d["dst_tensors"]
+        b8 = [(words[i][0] >> (16 + k)) & 1 for k in range(16)]
+        b9 = [(words[i][6] >> (16 + k)) & 1 for k in range(16)]
+        assert [l | h << 8 | t << 9 for l, h, t in zip(lo, b8, b9)] == d["src_tensors"]
+        assert [(words[i][5 + k // 2] >> (16 * (k % 2))) & 0xFFFF for k in range(3)] == d["dst_tensors"]
+        seen.update(d["src_tensors"])
+    assert max(seen) > (512 if n > 512 else 256)
 
 
-def test_too_many_tensor_slots_names_the_count():
-    args = many_slots_inputs(n=520)
-    with pytest.raises(Exception, match=r"needs (\d+) tensor slots, at most 512 .*node 'arg\d+_1'.*smaller pieces"):
+def test_too_many_tensor_slots_names_the_count(monkeypatch):
+    """Past the slot limit the error names the count, the limit and the first node past it. The limit is
+    1016 ([Note: slot bits]); MEGAKITTENS_PROFILE=max_slots lowers it, which keeps this test small."""
+    assert _C.Profile.by_name("h200").max_slots == 0 and _C.max_slots == 1016
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", "max_slots=300")
+    args = many_slots_inputs(n=310)
+    with pytest.raises(Exception, match=r"needs (\d+) tensor slots, at most 300 .*node 'arg\d+_1'.*smaller pieces"):
         megakittens.compile(many_slots)(*args)

@@ -114,14 +114,14 @@ def test_views_join_their_consumer():
 
 
 def test_unsupported_view_use_runs_eagerly():
-    """mul reading a strided slice (step 2) is not supported (the unit check says why); it runs eagerly.
+    """mul reading a rank-5 view is not supported (the unit check says why); it runs eagerly.
     (A transposed view is: the tracer copies it, docs/ir.md [Note: view copies].)"""
     def f(x):
-        return torch.relu(x)[:, ::2] * 2.0
+        return torch.relu(x).view(2, 2, 16, 2, 64) * 2.0
 
     x = randn(64, 128)
     check_close(compile_eager_fallback(f)(x), f(x))
-    assert eager_targets() == ["aten.mul.Tensor"] and "step != 1" in split().eager[0][2]
+    assert eager_targets() == ["aten.mul.Tensor"] and "rank-5" in split().eager[0][2]
     assert [ops for _, ops in split().megakernels] == [["relu"]]
 
 
@@ -378,9 +378,11 @@ def test_dry_run_does_not_count_unused_pure_ops(capsys):
     assert "tanh" not in out and "side effect" not in out, out
 
 
-def test_partition_past_the_slot_limit_is_split_in_two():
-    """A partition needing more tensor slots than a program names (530 weights: 512 at most) is split in graph
-    order into megakernels `_a` and `_b` (megakittens/fallback.py _compile_piece), not left eager."""
+def test_partition_past_the_slot_limit_is_split_in_two(monkeypatch):
+    """A partition needing more tensor slots than a program names (530 weights, the limit lowered to 512 by
+    MEGAKITTENS_PROFILE=max_slots=512 to keep the test small; 1016 by default) is split in graph order into
+    megakernels `_a` and `_b` (megakittens/fallback.py _compile_piece), not left eager."""
+    monkeypatch.setenv("MEGAKITTENS_PROFILE", "max_slots=512")
     ws = [randn(64, 64) * 0.125 for _ in range(530)]
 
     def f(x, *ws):

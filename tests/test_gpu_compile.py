@@ -84,15 +84,16 @@ def test_layer_norm_and_split_run_on_the_megakernel():
     assert out.is_cuda and rel_err(out, _ln_split(*args)) <= 1e-2
 
 
-def test_more_than_256_tensor_slots_on_the_megakernel():
-    """300 inputs (slots up to ~305: 9-bit slot ids, tile maps in device memory) through TMA adds, RMSNorm and
-    a Gemm whose B operand sits in a slot >= 256."""
-    args = many_slots_inputs(device="cuda")
+@pytest.mark.parametrize("n", [300, 1000])
+def test_more_than_256_tensor_slots_on_the_megakernel(n):
+    """n inputs (slots up to ~n + 5: 10-bit slot ids, [Note: slot bits]; tile maps in device memory) through
+    TMA adds, RMSNorm and a Gemm whose B operand sits in a slot >= 256 (>= 512 for n = 1000)."""
+    args = many_slots_inputs(n, device="cuda")
     f = megakittens.compile(many_slots)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback warning: this graph must run on the GPU
         out = f(*args)
     d = mk_backend.dispatchers[-1]
     assert d._gpu_error == "", d._gpu_error
-    assert len(d.program.slots) > 256
+    assert len(d.program.slots) > n
     assert out.is_cuda and rel_err(out, many_slots(*args)) <= 1e-2

@@ -158,6 +158,7 @@ CASES = {
     "chain": (g_chain, [(512, 1024), (512, 1024), (1024,)]),
     "mlp_views": (g_mlp_like, [(1024, 1024), (3, 1024, 1024)]),
     "many_slots": (g_many_slots, [(256, 384)] * MANY + [(384, 128)]),
+    "many_slots_b9": (g_many_slots, [(128, 128)] * 800 + [(128, 128)]),  # slots >= 512 ([Note: slot bits])
     "fused_chain20": (g_chain20, [(1024, 1024), (1024, 1024)]),
     "fused_one_input": (g_fused_one_input, [(300, 1000)]),
     "fused_bcast": (g_fused_bcast, [(200, 264), (264,)]),

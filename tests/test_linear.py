@@ -392,7 +392,8 @@ def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
     for bad in ("num_sms=4", "gemm_split_k=two", "gemm_split_k", "gemm_n=0", "gemm_n=-5", "gemm_n=7",
                 "gemm_split_k=-3", "rms_norm_pages=-1", "rms_norm_pages=4", "gemm_split_chain_steps=-1",
                 "gemm_n_narrow=96", "balance_costs=4", "balance_costs=1,balance_costs=0", "gemm_n=64",
-                "claim_chunk=-2", "claim_chunk=65", "claim_chunk=--1", "claim_chunk=\u00b2"):
+                "claim_chunk=-2", "claim_chunk=65", "claim_chunk=--1", "claim_chunk=\u00b2", "max_slots=1017",
+                "max_slots=-1"):
         monkeypatch.setenv("MEGAKITTENS_PROFILE", bad)
         torch._dynamo.reset()
         with pytest.raises(Exception, match="MEGAKITTENS_PROFILE entry"):

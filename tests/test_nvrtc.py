@@ -50,8 +50,8 @@ def _assert_no_spills(log, wgmma=False):
 
 
 @pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("case", ["unary_1024", "add_1024", "rms_2048", "chain", "many_slots", "fused_chain20",
-                                  "fused_one_input", "fused_bcast", "fused_fp32"])
+@pytest.mark.parametrize("case", ["unary_1024", "add_1024", "rms_2048", "chain", "many_slots", "many_slots_b9",
+                                  "fused_chain20", "fused_one_input", "fused_bcast", "fused_fp32"])
 def test_generated_source_compiles_without_spills(case, cluster):
     fn, shapes = CASES[case]
     program = program_for(fn, shapes, cluster_size=cluster)
@@ -60,11 +60,11 @@ def test_generated_source_compiles_without_spills(case, cluster):
     assert f"#define MK_CLUSTER_SIZE {cluster}" in src
     # [Note: tile maps]: past ~200 slots the maps leave the 32 KB kernel parameter for device memory.
     in_global = len(program.slots) * 160 > 32764
-    assert (case == "many_slots") == in_global, len(program.slots)
+    assert case.startswith("many_slots") == in_global, len(program.slots)
     assert f"#define MK_MAPS_IN_GLOBAL {int(in_global)}" in src
     # interpreter.cuh [Note: role calls]: forced calls only beside a Gemm or Attention body.
     tensor_core = "mk::Gemm" in src or "mk::Attention" in src
-    assert (case == "many_slots") == tensor_core  # its last op is a matmul
+    assert case.startswith("many_slots") == tensor_core  # its last op is a matmul
     assert f"#define MK_ROLE_CALLS {int(tensor_core)}" in src
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
     if not spills and "megakittens_kernel" not in log:

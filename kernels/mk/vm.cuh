@@ -79,7 +79,7 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #endif
 
 // Instruction word offsets (docs/instruction.md).
-constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWIndices = 7, kWSrcBarriers = 23,
+constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWSrcSlotB9 = 6, kWIndices = 7, kWSrcBarriers = 23,
               kWSrcTargets = 39, kWCounts = 55, kWDstBarriers = 56;
 // The icode is w0's low 16 bits ([Note: slot bits] in src/schedule/instruction.h).
 __device__ __forceinline__ int icode_of(i32 w0) { return w0 & 0xffff; }
@@ -157,7 +157,9 @@ struct GlobalsT {
 };
 #endif
 constexpr int kNumMaps = MK_NUM_SLOTS + MK_NUM_XMAPS;
-constexpr int kMapFenceWords = MK_MAPS_IN_GLOBAL ? (kNumMaps + 31) / 32 : 1;
+// At most 48 words (1,536 maps) of fence bits: the static shared memory left beside the pages is ~420 B
+// (Shared is ~1.6 KB without them); a map past them is fenced on every use, as the second loader does.
+constexpr int kMapFenceWords = MK_MAPS_IN_GLOBAL ? ((kNumMaps + 31) / 32 < 48 ? (kNumMaps + 31) / 32 : 48) : 1;
 using Globals = GlobalsT<MK_NUM_SLOTS, MK_NUM_XMAPS>;
 
 // One decoded instruction and its per-instruction state (seed §08).
@@ -214,9 +216,11 @@ struct Ctx {
   __device__ const i32* inst() const { return words; }
   __device__ int icode() const { return icode_of(words[kWIcode]); }
   __device__ const i32* idx() const { return words + kWIndices; }
-  // [Note: slot bits] in src/schedule/instruction.h: an input slot's bit 8 sits in w0's upper half.
+  // [Note: slot bits] in src/schedule/instruction.h: an input slot's bit 8 sits in w0's upper half, its
+  // bit 9 in w6's.
   __device__ int src_slot(int k) const {
-    return ((words[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff) | (((words[kWIcode] >> (16 + k)) & 1) << 8);
+    return ((words[kWSrcTensors + k / 4] >> (8 * (k % 4))) & 0xff) | (((words[kWIcode] >> (16 + k)) & 1) << 8) |
+           (((words[kWSrcSlotB9] >> (16 + k)) & 1) << 9);
   }
   __device__ int dst_slot(int k) const { return (words[kWDstTensors + k / 2] >> (16 * (k % 2))) & 0xffff; }
   __device__ int count_byte(int k) const { return (words[kWCounts] >> (8 * k)) & 0xff; }
@@ -237,11 +241,13 @@ struct Ctx {
   __device__ const TensorMap* tensor_map(int i) const {
 #if MK_MAPS_IN_GLOBAL
     const TensorMap* m = reinterpret_cast<const TensorMap*>(g->c.maps) + i;
-    u32& word = sh->map_fenced[warp == kLoaderWarp ? 0 : 1][i / 32];
-    // The second loader ([Note: two loaders]) keeps no bitmask: it fences on every call.
-    if (lane == 0 && (warp == kSpareWarp || !(word & (1u << (i % 32))))) {
+    // The second loader ([Note: two loaders]) keeps no bitmask: it fences on every call, as every lane 0
+    // does for a map past the bitmask (kMapFenceWords).
+    const bool tracked = warp != kSpareWarp && i < kMapFenceWords * 32;
+    u32* word = tracked ? &sh->map_fenced[warp == kLoaderWarp ? 0 : 1][i / 32] : nullptr;
+    if (lane == 0 && (!tracked || !(*word & (1u << (i % 32))))) {
       cuda::ptx::fence_proxy_tensormap_generic(cuda::ptx::sem_acquire, cuda::ptx::scope_sys, m, cuda::ptx::n32_t<128>{});
-      if (warp != kSpareWarp) word |= 1u << (i % 32);
+      if (tracked) *word |= 1u << (i % 32);
     }
     return m;
 #else

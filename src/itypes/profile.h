@@ -49,6 +49,9 @@ struct Profile {
   // own ([Note: global claim order]). 0: the whole node is one chunk; -1: the global queue claims in the
   // IType's order. 4: the best of 2, 4 and 8 over causal SDPA at S 2048 and 8192 (Session 33).
   int claim_chunk = 4;
+  // At most this many tensor slots a program (src/schedule/phase2_slots.cpp); 0: kMaxSlots, what the
+  // instruction's slot ids name ([Note: slot bits]). Lower only to test the split of a graph past it.
+  int max_slots = 0;
   static constexpr int kBalanceMaxPerSm = 2;
 
   // The seed's B200: 148 SMs, 512x256 GEMM pair tiles (256 rows per CTA), 512-row attention pairs.

@@ -43,6 +43,7 @@ nb::dict instruction_dict(const Instruction& in) {
 }  // namespace
 
 void bind_schedule(nb::module_& m) {
+  m.attr("max_slots") = kMaxSlots;  // [Note: slot bits]
   nb::class_<Profile>(m, "Profile")
       .def_static("by_name", &Profile::by_name, nb::arg("name"), nb::arg("num_sms") = 0)
       .def_ro("name", &Profile::name)
@@ -60,6 +61,7 @@ void bind_schedule(nb::module_& m) {
       .def_rw("rms_norm_balance", &Profile::rms_norm_balance)
       .def_rw("balance_costs", &Profile::balance_costs)
       .def_rw("claim_chunk", &Profile::claim_chunk)
+      .def_rw("max_slots", &Profile::max_slots)
       .def_ro("gemm_pair_tiles", &Profile::gemm_pair_tiles)
       .def("__repr__", [](const Profile& p) { return "Profile(" + p.name + ", num_sms=" + std::to_string(p.num_sms) + ")"; });
 

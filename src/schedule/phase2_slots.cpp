@@ -157,10 +157,11 @@ void phase2_assign_slots(ScheduleState& st) {
     prog.output_slots.push_back(st.out_slot[e.node][e.output]);
     prog.output_ranges.push_back(e.range);
   }
-  if (prog.slots.size() > static_cast<size_t>(kMaxSlots))
-    fail("graph '", dag.name, "' needs ", prog.slots.size(), " tensor slots, at most ", kMaxSlots,
-         " fit an instruction's 9-bit slot ids (the first past the limit: node '",
-         dag.nodes[prog.slot_producer[kMaxSlots]].name,
+  const int limit = st.opt.profile.max_slots > 0 ? std::min(st.opt.profile.max_slots, kMaxSlots) : kMaxSlots;
+  if (prog.slots.size() > static_cast<size_t>(limit))
+    fail("graph '", dag.name, "' needs ", prog.slots.size(), " tensor slots, at most ", limit,
+         " fit an instruction's 10-bit slot ids (the first past the limit: node '",
+         dag.nodes[prog.slot_producer[limit]].name,
          "'); compile the model in smaller pieces (groups of layers), or with fallback=\"eager\", which splits it");
 }
 
