@@ -21,7 +21,7 @@ runf() {
 }
 if [ "${PART:-a}" = a ]; then
 (runf test_gpu_sdpa_math 250; runf test_gpu_attention 250 "-k padding_mask or masked"; runf test_gpu_eager_attention 120 "-k math"
- runf test_gpu_vision 200; runf test_gpu_encoders 200; runf test_gpu_gemm 150 "-k off_tma"; runf test_gpu_simt 150 "-k float_ids or embedding"; runf test_gpu_loss 150; runf test_gpu_kernels 150 "-k ew_select"; timeout 200 python3 benchmarks/debug_vit_bmm.py 2>&1 | grep -E "BMM|VIT" | head -12 > "$OUT/vit.txt") &
+ runf test_gpu_vision 200; runf test_gpu_encoders 200; runf test_gpu_gemm 150 "-k off_tma"; runf test_gpu_simt 150 "-k float_ids or embedding"; runf test_gpu_loss 150; runf test_gpu_kernels 150 "-k ew_select or many_slots"; runf test_gpu_compile 150 "-k tensor_slots"; timeout 200 python3 benchmarks/debug_vit_bmm.py 2>&1 | grep -E "BMM|VIT" | head -12 > "$OUT/vit.txt") &
 p2=$!
 for c in relu_waves; do
   timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 20 python3 benchmarks/sanitize.py $c > "$OUT/race0_$c.log" 2>&1
