@@ -70,6 +70,9 @@ def _rewrite(gm: torch.fx.GraphModule, options: Options) -> None:
     if options.fuse:
         eager_attention.fuse_eager_attention(gm)  # matmul -> softmax -> matmul written out: SDPA
     fold.fold_constants(gm)  # position ids / causal masks built from arange: constants, masks -> is_causal
+    if rank5.merge_high_rank_pointwise(gm):  # torchvision Swin's window mask added to (B, nW, H, N, N) scores
+        rank5.flatten_high_rank_copies(gm)  # the views into and out of it
+        fold.fold_constants(gm)  # the mask constant, viewed in 4 dims
     gm.graph.eliminate_dead_code()  # e.g. LayerNorm's mean / rstd outputs (megakittens/decompose.py), unread
     float_ids.embedding_ids_in_float(gm)  # RoBERTa's / OPT's position ids, x[ids], x[i, j]: ids in fp32
     loss.nll_loss_as_reductions(gm)  # cross_entropy over labels: one-hot products and row sums

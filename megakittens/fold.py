@@ -49,10 +49,11 @@ def _foldable(node: torch.fx.Node) -> bool:
 def _constant_nodes(gm: torch.fx.GraphModule) -> dict:
     """Values of the nodes that depend on no placeholder and no get_attr but Dynamo's lifted constants
     (``_tensor_constant<N>``: a tensor built from Python data inside forward, which the graph copies
-    fresh with ``lift_fresh_copy`` at each call), evaluated in order."""
+    fresh with ``lift_fresh_copy`` at each call) and the constants an earlier fold made (``_mk_const_<N>``),
+    evaluated in order."""
     env: dict = {}
     for node in gm.graph.nodes:
-        if node.op == "get_attr" and str(node.target).startswith("_tensor_constant"):
+        if node.op == "get_attr" and str(node.target).startswith(("_tensor_constant", "_mk_const_")):
             value = getattr(gm, str(node.target), None)
             if isinstance(value, torch.Tensor):
                 env[node] = value
@@ -290,7 +291,8 @@ def fold_constants(gm: torch.fx.GraphModule) -> int:
     count = 0
     made: dict = {}  # (dtype, shape) -> [(value, get_attr node)]: equal constants share one (a tensor slot each)
     for node in list(gm.graph.nodes):
-        if node not in env or not isinstance(env[node], torch.Tensor):
+        if node not in env or not isinstance(env[node], torch.Tensor) or \
+                (node.op == "get_attr" and str(node.target).startswith("_mk_const_")):  # made already
             continue
         users = [u for u in node.users if u not in env]
         if not users:

@@ -13,15 +13,23 @@ traced. Two forms are common, and both are exact in four dims:
   or copy a step-1 ``slice`` of it to 4 dims (Falcon's new decoder: (B, S, Hk, G + 2, D), the queries
   ``[..., :G, :]`` flattened to (B, S, Hk G, D), k and v the last two): the view with that dim merged into
   the next one, each select a slice of the merged dim, each slice copy a copy of the merged dim's slice.
+* ``merge_high_rank_pointwise``: a pointwise op on rank-5+ tensors (torchvision's Swin adds its window mask,
+  a (1, nW, 1, N, N) constant, to the scores viewed (B, nW, H, N, N)): adjacent dims that every operand
+  either spans whole or broadcasts whole are merged until 4 are left, the operands viewed so, the op run in
+  4 dims and its result viewed back (those views fold with their neighbours: ``flatten_high_rank_copies``).
 * ``flatten_high_rank_copies``: a contiguous copy, viewed back to 4 dims or fewer, of a chain of views (view,
   unsqueeze, expand, permute, transpose) through 5 dims or more of a contiguous 4-D tensor (Swin's window
   partition ``x.view(B, H/w, w, W/w, w, C).permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, w, w, C)``, a mask
   unsqueezed and expanded over the windows): the chain's strided view with its size-1 dims dropped and the
   dims that walk memory together merged, which leaves 4 or fewer, rebuilt as one view of the source in memory
-  order, a permute, and an expand for broadcast dims, then the same copy and view. A view of such a chain
-  that lays the source out unchanged (a permute of size-1 dims, no copy) is one view of the source.
+  order, a permute, and an expand for broadcast dims, then the same copy and view. More than 4 merged dims
+  without a broadcast (torchvision MaxViT's window partition) are copied as a chain of 4-D permute copies. A
+  view of such a chain that lays the source out unchanged (a permute of size-1 dims, no copy) is one view of
+  the source.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.fx
@@ -170,30 +178,69 @@ def _merged(sizes, strides) -> "list[tuple[int, int]]":
 
 def _as_4d_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor, shape: list):
     """Nodes computing ``view`` (a strided view of the contiguous ``src``, any rank) copied contiguously and
-    viewed as ``shape``, through tensors of at most 4 dims; None where its merged dims are more than 4 or do not
-    tile ``src`` exactly (module doc)."""
+    viewed as ``shape``, through tensors of at most 4 dims; None where its merged dims do not tile ``src``
+    exactly, or are more than 4 with a broadcast among them (module doc)."""
     y = _as_4d_view(gm, src, view)
     if y is None:
-        return None
-    y = emit(gm, aten.clone.default, (y,), {"memory_format": torch.contiguous_format})
+        y = _permuted_copy(gm, src, view)
+        if y is None:
+            return None
+    else:
+        y = emit(gm, aten.clone.default, (y,), {"memory_format": torch.contiguous_format})
     return emit(gm, aten.view.default, (y, shape))
 
 
-def _as_4d_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor):
-    """``view``'s merged dims (``_merged``) as a view of the contiguous ``src`` in memory order, a permute and an
-    expand for broadcast dims: at most 4 dims, or None (``_as_4d_copy``)."""
+def _memory_order(src: torch.fx.Node, view: torch.Tensor):
+    """(dims, real): ``view``'s merged dims (``_merged``) and its non-broadcast ones as (stride, index) in memory
+    order, outermost first, when those tile the contiguous ``src`` exactly; else None."""
     sv = val(src)
     dims = _merged(view.shape, view.stride())
-    if len(dims) > 4 or view.storage_offset() != sv.storage_offset():
+    if view.storage_offset() != sv.storage_offset():
         return None
-    real = sorted((st, i) for i, (n, st) in enumerate(dims) if st != 0)[::-1]  # memory order, outermost first
+    real = sorted((st, i) for i, (n, st) in enumerate(dims) if st != 0)[::-1]
     expect = 1
     for st, i in reversed(real):
         if st != expect:
             return None
         expect *= dims[i][0]
-    if expect != sv.numel():
+    return (dims, real) if expect == sv.numel() else None
+
+
+def _permuted_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor):
+    """A contiguous copy of ``view``, a permutation of more than 4 merged dims of ``src`` without broadcast
+    (torchvision MaxViT's window partition: (B, C, H/P, P, W/P, P) permuted (0, 2, 4, 3, 5, 1)), as a chain of
+    4-D copies: each moves the run of dims that comes next in the view's order in front of the dims before it,
+    a (outer, before, run, inner) permute (0, 2, 1, 3). None for a broadcast view or one that does not tile."""
+    found = _memory_order(src, view)
+    if found is None or any(st == 0 for _, st in found[0]):
         return None
+    dims, real = found
+    cur = [i for _, i in real]  # the view's dims in memory order
+    size = lambda ds: [dims[d][0] for d in ds]  # noqa: E731
+    prod = lambda ds: math.prod(size(ds))  # noqa: E731
+    y = src
+    for i in range(len(cur)):
+        if cur[i] == i:
+            continue
+        j = cur.index(i)
+        run = 1
+        while j + run < len(cur) and i + run < len(cur) and cur[j + run] == i + run:
+            run += 1
+        block = [prod(cur[:i]), prod(cur[i:j]), prod(cur[j:j + run]), prod(cur[j + run:])]
+        y = emit(gm, aten.view.default, (y, block))
+        y = emit(gm, aten.permute.default, (y, [0, 2, 1, 3]))
+        y = emit(gm, aten.clone.default, (y,), {"memory_format": torch.contiguous_format})
+        cur = cur[:i] + cur[j:j + run] + cur[i:j] + cur[j + run:]
+    return y  # the view's elements in its order (4-D): the caller views it to its shape
+
+
+def _as_4d_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor):
+    """``view``'s merged dims (``_merged``) as a view of the contiguous ``src`` in memory order, a permute and an
+    expand for broadcast dims: at most 4 dims, or None (``_as_4d_copy``)."""
+    found = _memory_order(src, view)
+    if found is None or len(found[0]) > 4:
+        return None
+    dims, real = found
     y = emit(gm, aten.view.default, (src, [dims[i][0] for _, i in real]))
     order = [i for _, i in real]
     perm = sorted(range(len(order)), key=lambda k: order[k])  # memory order -> the view's order
@@ -285,5 +332,74 @@ def flatten_high_rank_copies(gm: torch.fx.GraphModule) -> int:
         if out is None:
             continue
         w.replace_all_uses_with(out)
+        count += 1
+    return finish(gm, count)
+
+
+def _pointwise_groups(out_shape: list, operands: list) -> "list[list[int]] | None":
+    """Groups of adjacent dims of ``out_shape`` (rank > 4) to merge, at most 4, such that each operand (a shape
+    aligned to the right, broadcast to ``out_shape``) spans every dim of a group or broadcasts every one (dims
+    of size 1 go with either); None when no such grouping exists. Merges from the last dims first."""
+    r = len(out_shape)
+    aligned = [[1] * (r - len(sh)) + list(sh) for sh in operands]
+
+    def kinds(group):
+        return [{sh[d] == out_shape[d] for d in group if out_shape[d] != 1} for sh in aligned]
+
+    groups = [[d] for d in range(r)]
+    while len(groups) > 4:
+        for i in range(len(groups) - 2, -1, -1):
+            if all(len(k) <= 1 for k in kinds(groups[i] + groups[i + 1])):
+                groups[i:i + 2] = [groups[i] + groups[i + 1]]
+                break
+        else:
+            return None
+    return groups
+
+
+def _views_as(v: torch.Tensor, groups: list, r: int) -> bool:
+    """Whether ``v`` (aligned right to rank ``r``) can be viewed with each group of dims merged: within a group
+    its dims of size > 1 walk memory as one."""
+    sizes, strides = [1] * (r - v.dim()) + list(v.shape), [0] * (r - v.dim()) + list(v.stride())
+    for g in groups:
+        dims = [d for d in g if sizes[d] != 1]
+        if any(strides[a] != strides[b] * sizes[b] for a, b in zip(dims, dims[1:])):
+            return False
+    return True
+
+
+def merge_high_rank_pointwise(gm: torch.fx.GraphModule) -> int:
+    """Rewrite each pointwise op whose result has more than 4 dims in 4 (module doc); returns how many."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        out = val(node)
+        if not (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and
+                torch.Tag.pointwise in node.target.tags and node.target is not aten.clone.default and
+                out is not None and out.dim() > 4):
+            continue  # a clone of a rank-5 view: flatten_repeat_kv / flatten_high_rank_copies
+        tensors = [a for a in node.args if val(a) is not None]
+        if any(isinstance(v, (list, tuple)) for v in node.args) or any(val(a) is not None for a in node.kwargs.values()):
+            continue
+        groups = _pointwise_groups(list(out.shape), [list(val(a).shape) for a in tensors])
+        if groups is None or not all(_views_as(val(a), groups, out.dim()) for a in tensors):
+            continue
+        r = out.dim()
+
+        def merged(shape):
+            sh = [1] * (r - len(shape)) + list(shape)
+            size = []
+            for g in groups:
+                n = 1
+                for d in g:
+                    n *= sh[d]
+                size.append(n)
+            return size
+
+        with gm.graph.inserting_before(node), fake_mode(out):
+            args = [emit(gm, aten.view.default, (a, merged(val(a).shape))) if val(a) is not None else a
+                    for a in node.args]
+            y = emit(gm, node.target, args, node.kwargs)
+            y = emit(gm, aten.view.default, (y, list(out.shape)))
+        node.replace_all_uses_with(y)
         count += 1
     return finish(gm, count)

@@ -171,3 +171,72 @@ def test_hf_xlnet_matches_eager():
     transformers = pytest.importorskip("transformers")
     _hf_matches_eager(transformers.XLNetConfig(vocab_size=256, d_model=128, n_layer=2, n_head=4, d_inner=256),
                       transformers.XLNetModel)
+
+
+def _window_mask(nw_h: int, nw_w: int, w: int) -> torch.Tensor:
+    """A shifted-window mask (torchvision's Swin): region ids of a padded map, their pairwise differences per
+    window, -100 where they differ: (nW, w * w, w * w)."""
+    ids = torch.zeros(nw_h * w, nw_w * w)
+    ids[:, -w // 2:] += 1
+    ids[-w // 2:, :] += 2
+    ids = ids.view(nw_h, w, nw_w, w).permute(0, 2, 1, 3).reshape(nw_h * nw_w, w * w)
+    d = ids.unsqueeze(1) - ids.unsqueeze(2)
+    return d.masked_fill(d != 0, -100.0).masked_fill(d == 0, 0.0)
+
+
+def test_window_mask_added_in_rank5():
+    """torchvision's Swin: a mask built from constants inside forward, added to the scores viewed (B, nW, H,
+    N, N) as a (1, nW, 1, N, N) constant, then viewed back (rank5.merge_high_rank_pointwise: the last two dims
+    merged, the add run in 4 dims)."""
+    B, nW, H, w = 2, 4, 3, 4
+    N = w * w
+
+    def f(attn):
+        m = _window_mask(2, 2, w).to(attn.dtype)
+        a = attn.view(attn.size(0) // nW, nW, H, N, N) + m.unsqueeze(1).unsqueeze(0)
+        return torch.softmax(a.view(-1, H, N, N), -1)
+
+    x = randn(B * nW, H, N, N)
+    out, ref = megakittens.compile(f)(x), f(x)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+    assert (out.float() < 1e-6).sum() > 0  # the mask reached the softmax: masked positions vanish
+
+
+def test_rank5_pointwise_ops_of_views():
+    """Pointwise ops whose operands are rank-5 views of 4-D tensors and a broadcast parameter (each merged to
+    the same 4 dims), a unary op on a rank-5 view, and a rank-5 result viewed back to 4 dims."""
+    def f(x, y, g):
+        a = x.view(2, 3, 4, 8, 16) * torch.sigmoid(y.view(2, 3, 4, 8, 16)) + g.view(1, 3, 1, 1, 16)
+        return torch.relu(a).view(6, 4, 8, 16) - x
+
+    x, y, g = randn(6, 4, 8, 16), randn(6, 4, 8, 16), randn(3, 16)
+    out, ref = megakittens.compile(f)(x, y, g), f(x, y, g)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
+def test_rank5_pointwise_without_a_4d_grouping_keeps_the_error():
+    """Operands that broadcast in alternating dims leave no merge to 4 dims: the rank-5 error stays."""
+    def f(x, a, b):
+        return (x.view(2, 3, 4, 5, 8) + a.view(2, 1, 4, 1, 8) + b.view(1, 3, 1, 5, 1)).view(6, 4, 5, 8)
+
+    x, a, b = randn(6, 4, 5, 8), randn(8, 8), randn(15)
+    with pytest.raises(Exception, match="rank-5"):
+        megakittens.compile(f)(x, a, b)
+
+
+@pytest.mark.parametrize("B,C,H,W,P", [(2, 8, 16, 24, 4), (1, 16, 14, 14, 7)])
+def test_rank6_permute_copies_in_4d_steps(B, C, H, W, P):
+    """torchvision MaxViT's window partition (B, C, H/P, P, W/P, P) permuted (0, 2, 4, 3, 5, 1) and its inverse:
+    six dims that no two merge, copied as a chain of 4-D permute copies (rank5._permuted_copy)."""
+    def f(x):
+        y = x.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 3, 5, 1).reshape(B, (H // P) * (W // P), P * P, C)
+        y = torch.nn.functional.gelu(y)
+        z = y.reshape(B, H // P, W // P, P, P, C).permute(0, 5, 1, 3, 2, 4).reshape(B, C, H, W)
+        return z + x, y
+
+    x = randn(B, C, H, W)
+    out, ref = megakittens.compile(f)(x), f(x)
+    for o, r in zip(out, ref):
+        assert o.shape == r.shape and rel_err(o, r) <= 1e-2
+    copies = [n for n in mk_backend.dispatchers[-1].program.nodes if n.itype.startswith("Copy")]
+    assert 2 <= len(copies) <= 6, [n.itype for n in copies]
