@@ -64,7 +64,7 @@ def _rewrite(gm: torch.fx.GraphModule, options: Options) -> None:
     fold.drop_empty_cat_operands(gm)  # a KV cache that starts empty (use_cache=True prefill)
     rank5.select_from_rank5_views(gm)  # BLOOM's (B, S, H, 3, D) view of its fused q / k / v
     rank5.flatten_high_rank_copies(gm)  # Swin's rank-6 window partitions, copied through 4 dims
-    views.step_slices_as_views(gm)  # Swin's x[:, 0::2, 1::2]: a view and a unit-step slice
+    views.step_slices_as_views(gm, keep_rope=options.fuse)  # Swin's x[:, 0::2, 1::2], YOLO's Focus: views
     views.as_strided_as_views(gm)  # as_strided that is a view of a contiguous tensor
     gather.embedding_of_gather(gm)  # BERT's token type ids gathered from a buffer at the positions
     if options.fuse:

@@ -30,6 +30,13 @@ would start in the right padding are not produced (eager drops them too: torch's
 AvgPoolKernel.cpp: the window clipped to the padded input, or to the input without ``count_include_pad``, or
 ``divisor_override``).
 
+``_adaptive_avg_pool2d`` (``nn.AdaptiveAvgPool2d`` to any size; torchvision's VGG / AlexNet pool to 7 x 7, which
+enlarges a 1 x 1 or 2 x 2 map): eager's windows (aten/src/ATen/native/AdaptivePooling.h), rows
+floor(i H / Ho) to ceil((i + 1) H / Ho). When each dim divides evenly it is ``avg_pool2d``; otherwise the window
+sum runs one dim at a time in fp32: tap t of a dim gathers row start_i + t of every output row i (a Cat of
+slices and expanded unit slices), zeroed where the window is shorter, then the sum times 1 / (window area),
+rounded once, as eager's kernel.
+
 ``im2col`` (``F.unfold``; ConvBERT's span convolution): the taps joined along the channels, (B, kh kw C, Ho Wo)
 reordered to eager's (B, C kh kw, Ho Wo) by one permute copy.
 """
@@ -237,6 +244,16 @@ def _pair(v, default=None) -> list:
     return list(v) * 2 if len(v) == 1 else (list(v) if len(v) else default)
 
 
+def _vector(values: list, device: torch.device) -> torch.Tensor:
+    """An fp32 vector of Python numbers as runs of torch.full (input-free: folded to a constant)."""
+    runs, start = [], 0
+    for i in range(1, len(values) + 1):
+        if i == len(values) or values[i] != values[start]:
+            runs.append(torch.full([i - start], values[start], dtype=torch.float32, device=device))
+            start = i
+    return torch.cat(runs) if len(runs) > 1 else runs[0]
+
+
 def avg_pool2d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
                ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Any:
     """(module doc)"""
@@ -257,14 +274,8 @@ def avg_pool2d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int
             spans.append((min(end, n) - max(start, 0), end - start))
         return spans
 
-    def factors(spans: list) -> torch.Tensor:  # 1 / length per output index, runs of torch.full (folded)
-        values = [1.0 if divisor_override else 1.0 / s[1 if count_include_pad else 0] for s in spans]
-        runs, start = [], 0
-        for i in range(1, len(values) + 1):
-            if i == len(values) or values[i] != values[start]:
-                runs.append(torch.full([i - start], values[start], dtype=torch.float32, device=x.device))
-                start = i
-        return torch.cat(runs) if len(runs) > 1 else runs[0]
+    def factors(spans: list) -> torch.Tensor:  # 1 / length per output index
+        return _vector([1.0 if divisor_override else 1.0 / s[1 if count_include_pad else 0] for s in spans], x.device)
 
     # The divisor is the product of the window's row and column lengths: the map is an outer product.
     scale = factors(divisors(H, kernel[0], stride[0], padding[0], out[0])).view(-1, 1) * \
@@ -277,6 +288,52 @@ def avg_pool2d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int
         total = total + t.to(torch.float32)
     y = (total * scale).to(x.dtype)
     return y if x.dim() == 4 else y.squeeze(0)
+
+
+def _gather(x: torch.Tensor, dim: int, index: list) -> torch.Tensor:
+    """x's rows ``index`` along ``dim``: runs of consecutive rows as slices, of one repeated row as an expanded
+    unit slice (views), joined by one Cat."""
+    parts, i = [], 0
+    while i < len(index):
+        j = i + 1
+        while j < len(index) and index[j] == index[i]:
+            j += 1
+        if j - i > 1:  # one row repeated
+            parts.append(x.narrow(dim, index[i], 1).expand([j - i if d == dim else n for d, n in enumerate(x.shape)]))
+        else:  # rows counting up, up to one that repeats
+            while j < len(index) and index[j] == index[j - 1] + 1 and index[j + 1:j + 2] != [index[j]]:
+                j += 1
+            parts.append(x.narrow(dim, index[i], j - i))
+        i = j
+    if len(parts) == 1 and parts[0].shape == x.shape:
+        return x
+    return _cat(parts, dim)
+
+
+def adaptive_avg_pool2d(x: torch.Tensor, output_size: Sequence[int]) -> Any:
+    """(module doc)"""
+    if x.dim() not in (3, 4) or not x.dtype.is_floating_point or min(output_size) <= 0 or min(x.shape[-2:]) <= 0:
+        return NotImplemented
+    (H, W), (Ho, Wo) = x.shape[-2:], output_size
+    if (H, W) == (Ho, Wo):  # VGG's 7 x 7 map at 224 x 224: windows of one element
+        return x.clone()
+    if H % Ho == 0 and W % Wo == 0:  # windows of H / Ho x W / Wo rows, no overlap: avg_pool2d's
+        return avg_pool2d(x, [H // Ho, W // Wo], [H // Ho, W // Wo])
+    total, scale = x.to(torch.float32), 1.0
+    for dim, n, m in ((x.dim() - 2, H, Ho), (x.dim() - 1, W, Wo)):
+        spans = [(i * n // m, -(-(i + 1) * n // m)) for i in range(m)]
+        lengths = [e - s for s, e in spans]
+        summed = None
+        for t in range(max(lengths)):
+            tap = _gather(total, dim, [min(s + t, e - 1) for s, e in spans])
+            if t >= min(lengths):  # a window shorter than t + 1 adds nothing
+                keep = _vector([float(t < k) for k in lengths], x.device)
+                tap = tap * (keep.view(-1, 1) if dim == x.dim() - 2 else keep)
+            summed = tap if summed is None else summed + tap
+        total = summed
+        inverse = _vector([1.0 / k for k in lengths], x.device)
+        scale = scale * (inverse.view(-1, 1) if dim == x.dim() - 2 else inverse.view(1, -1))
+    return (total * scale).to(x.dtype)
 
 
 def im2col(x: torch.Tensor, kernel_size: Sequence[int], dilation: Sequence[int], padding: Sequence[int],

@@ -24,9 +24,9 @@ that have one.
   one ``cat`` (the Cat instruction type; the unsqueezes are views).
 
 - ``aten.convolution`` (1-D and 2-D, not transposed), ``aten.max_pool2d_with_indices`` (its indices unread),
-  ``aten.avg_pool2d``, ``aten.im2col`` and ``aten.constant_pad_nd``: megakittens/convolution.py (a patch embedding as one matrix product, other
-  convolutions by im2col, depthwise ones elementwise, max pooling as the maximum of its taps, padding as a
-  Cat with constant blocks).
+  ``aten.avg_pool2d``, ``aten._adaptive_avg_pool2d``, ``aten.im2col`` and ``aten.constant_pad_nd``:
+  megakittens/convolution.py (a patch embedding as one matrix product, other convolutions by im2col, depthwise
+  ones elementwise, max pooling as the maximum of its taps, padding as a Cat with constant blocks).
 
 - ``aten._transformer_encoder_layer_fwd`` and ``aten._native_multi_head_attention`` (the inference fast path of
   ``nn.TransformerEncoderLayer`` / ``nn.MultiheadAttention``): megakittens/native_layers.py.
@@ -351,6 +351,7 @@ TABLE = {
     aten.max_pool2d_with_indices.default: convolution.max_pool2d_with_indices,
     aten.constant_pad_nd.default: convolution.constant_pad_nd,
     aten.avg_pool2d.default: convolution.avg_pool2d,
+    aten._adaptive_avg_pool2d.default: convolution.adaptive_avg_pool2d,
     aten.im2col.default: convolution.im2col,
     aten.native_batch_norm.default: _native_batch_norm,
     aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,

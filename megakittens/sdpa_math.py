@@ -1,24 +1,24 @@
 """FX passes: SDPA masks as Attention's, and the SDPA calls the Attention instruction type cannot take rewritten
 as the math they compute.
 
-Attention (flash-style, no score matrix in memory) takes head dims 64 and 128, value's head dim equal to
-query's, the causal flag (``fold.fold_constants`` turns a constant causal mask into ``is_causal``) and an
-additive bf16 mask of shape (B|1, H|1, Sq|1, Sk) (src/itypes/attention.h). ``decompose_unsupported_sdpa`` (the
-aten graph, after ``fold.fold_constants``) first gives such SDPA calls that mask (``_attention_mask``: a float
-mask cast to bf16, a boolean one as 0 / -inf, a constant causal factor as ``is_causal``), then rewrites any
-other SDPA without dropout and with 4-D operands (GQA included) as ``softmax(q @ k^T * scale + mask) @ v``:
+Attention (flash-style, no score matrix in memory) takes head dims 64 and 128 (others up to 128 as q, k, v
+zero-padded to one of them: ``_pad_head_dim``), value's head dim equal to query's, the causal flag
+(``fold.fold_constants`` turns a constant causal mask into ``is_causal``) and an additive bf16 mask of shape
+(B|1, H|1, Sq|1, Sk) (src/itypes/attention.h). ``decompose_unsupported_sdpa`` (the aten graph, after
+``fold.fold_constants``) first gives such SDPA calls that mask (``_attention_mask``: a float mask cast to bf16,
+a boolean one as 0 / -inf, a constant causal factor as ``is_causal``), then rewrites any other SDPA without
+dropout and with 4-D operands (GQA included) as ``softmax(q @ k^T * scale + mask) @ v``:
 two batched Gemms over the score matrix (B x H x Sq x Sk in memory) and the softmax of ``decompose.py`` (fp32,
 rounded once), the mask added in fp32 (rows with no key left give 0, as ``_safe_softmax``), keys padded
 with zeros to a multiple of 8 and masked (the Gemms' TMA rows are 16-byte multiples). PyTorch's math
 backend computes the same (``_scaled_dot_product_attention_math``; like it on CUDA, the scores are rounded
 once to bf16 by their Gemm, so logits of magnitude ~20 and more lose accuracy). It costs what the score matrix costs,
-so it warns (``MathAttentionWarning``); it is what makes head dims such as 80, 96 or 256, and Dv != Dq run
-at all.
+so it warns (``MathAttentionWarning``); it is what makes head dims above 128 (256), and Dv != Dq run at all.
 
 Left alone (the tracer's error names them): dropout, operands that are not 4-D, key / value heads that do
 not divide the query heads, a boolean mask built by other ops than graph inputs, casts, comparisons with a
 number, and / or / not and views (``_BoolAsFloat``; a tokenizer's attention_mask combined with the causal
-one is such a mask), and head dims that are not multiples of 8.
+one is such a mask), and head dims that are not multiples of 8 (above 128, or with a mask Attention cannot take).
 
 ``sdpa_compatible`` (Dynamo's graph, before it is lowered to aten): PyTorch itself routes SDPA with 2-D or
 3-D operands, a 3-D mask, key / value broadcast over the batch, or value's head dim unlike query's, to its
@@ -117,6 +117,69 @@ def _dims_ok(q: torch.Tensor, v: torch.Tensor) -> bool:
     """Head dims the math's Gemms take: rows of 16-byte multiples (else the SDPA keeps the tracer's error,
     which names the head dim)."""
     return q.shape[-1] % 8 == 0 and v.shape[-1] % 8 == 0
+
+
+def _attention_width(q: torch.Tensor, v: torch.Tensor) -> Optional[int]:
+    """The head dim Attention runs q's at: 64 up to 64, 128 up to 128 (zero-padded: ``_pad_head_dim``); None
+    above 128 or for value's head dim unlike query's."""
+    d = q.shape[-1]
+    return None if v.shape[-1] != d or d > 128 else 64 if d <= 64 else 128
+
+
+def _zero_columns(gm: torch.fx.GraphModule, t: torch.fx.Node, width: int) -> torch.fx.Node:
+    """t (B, H, S, D) with zero columns up to ``width``: a Cat with a constant block (folded), along the last dim
+    in t's memory order, so that the transpose of a (B, S, H, D) projection stays one (Attention reads it)."""
+    aten = torch.ops.aten
+    tv = t.meta["val"]
+    order = _memory_order(tv) if _memory_order(tv)[-1] == 3 else (0, 1, 2, 3)
+    x = t if order == (0, 1, 2, 3) else emit(gm, aten.permute.default, (t, list(order)))
+    shape = list(x.meta["val"].shape)
+    zeros = emit(gm, aten.full.default, (shape[:-1] + [width - shape[-1]], 0.0),
+                 {"dtype": tv.dtype, "device": tv.device})
+    y = emit(gm, aten.cat.default, ([x, zeros], -1))
+    return y if order == (0, 1, 2, 3) else emit(gm, aten.permute.default, (y, [order.index(d) for d in range(4)]))
+
+
+def _pad_head_dim(gm: torch.fx.GraphModule, node: torch.fx.Node, width: int) -> bool:
+    """Run the SDPA ``node`` of head dim D < ``width`` (64 or 128, Attention's) as one of q, k, v zero-padded to
+    ``width`` (MobileViT's 20, 32, 80, 96): zero columns add nothing to q k^T, and v's give output columns of
+    zeros, sliced off. The scale stays D's (passed explicitly) and the output is copied to the memory order of
+    node's, so the views that read it stay valid. False (node unchanged) when an output other than the
+    attention's is read, or the key / value heads do not divide the query heads."""
+    aten = torch.ops.aten
+    bound = _bound_args(node)
+    single = str(node.target) == "aten.scaled_dot_product_attention.default"
+    users = [] if single else list(node.users)
+    if not all(u.op == "call_function" and u.target is operator.getitem for u in users) or \
+            any(u.args[1] != 0 and u.users for u in users):
+        return False
+    outs = [node] if single else [u for u in users if u.args[1] == 0]
+    q, k, v = bound["query"], _unrepeat_kv(bound["key"]), _unrepeat_kv(bound["value"])  # GQA: Attention's
+    qv, kv, vv = (x.meta["val"] for x in (q, k, v))
+    if not outs or not _heads_ok(qv, kv, vv, True):
+        return False
+    scale = bound.get("scale")
+    scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
+    mask = next((bound[a] for a in _MASK_ARGS if bound.get(a) is not None), None)
+    order = _memory_order(outs[0].meta.get("val"))
+    mode = torch._guards.detect_fake_mode([qv, kv, vv]) or FakeTensorMode()
+    with gm.graph.inserting_before(node), mode:
+        padded = {}
+        for x in (q, k, v):  # self-attention's q, k, v may be one node: padded once
+            padded[x] = padded.get(x) or _zero_columns(gm, x, width)
+        o = emit(gm, aten.scaled_dot_product_attention.default, (padded[q], padded[k], padded[v]),
+                 {"attn_mask": mask, "is_causal": bool(bound.get("is_causal", False)), "scale": scale,
+                  "enable_gqa": kv.shape[1] != qv.shape[1]})
+        o = emit(gm, aten.slice.Tensor, (o, 3, 0, qv.shape[-1]))
+        o = emit(gm, aten.permute.default, (o, list(order)))
+        o = emit(gm, aten.clone.default, (o,), {"memory_format": torch.contiguous_format})
+        o = emit(gm, aten.permute.default, (o, [order.index(d) for d in range(4)]))
+    for u in outs:
+        u.replace_all_uses_with(o)
+    for u in users:
+        gm.graph.erase_node(u)
+    gm.graph.erase_node(node)
+    return True
 
 
 def _heads_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, enable_gqa: bool) -> bool:
@@ -522,7 +585,7 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule, math_ok: bool = True) -
     """Rewrite the SDPA nodes of ``gm`` that Attention cannot take (module doc) in place; returns how many.
     Masks Attention can take become its additive bf16 mask first (``_attention_mask``); ``math_ok=False``
     (fallback="eager") does only that, and leaves the rest to PyTorch's SDPA."""
-    count, masked, why, done, conv = 0, 0, set(), {}, None
+    count, masked, padded, why, done, conv = 0, 0, 0, set(), {}, None
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or str(node.target) not in _TARGETS:
             continue
@@ -536,13 +599,17 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule, math_ok: bool = True) -
             continue
         causal = bool(bound.get("is_causal", False))
         fake_mode = torch._guards.detect_fake_mode([qv, kv, vv]) or FakeTensorMode()
-        if qv.shape[-1] in (64, 128) and vv.shape[-1] == qv.shape[-1] and (bound.get("dropout_p") or 0.0) == 0.0:
-            if mask is None:
-                continue  # Attention's
-            conv = conv or _BoolAsFloat(gm, node, fake_mode)
-            if _heads_ok(qv, kv, vv, True) and _attention_mask(node, mask, qv, kv, conv, done):
-                masked += 1
-                continue  # Attention's, with its additive mask
+        width = _attention_width(qv, vv)
+        if width and (bound.get("dropout_p") or 0.0) == 0.0:
+            attention = mask is None  # Attention's
+            if not attention:
+                conv = conv or _BoolAsFloat(gm, node, fake_mode)
+                attention = _heads_ok(qv, kv, vv, True) and _attention_mask(node, mask, qv, kv, conv, done)
+                masked += attention  # Attention's, with its additive mask
+            if attention:
+                # Other head dims up to 128 zero-padded (else the tracer's error names the head dim).
+                padded += qv.shape[-1] != width and _pad_head_dim(gm, node, width)
+                continue
         if not math_ok:
             continue
         # The aten SDPA ops take no enable_gqa: fewer key / value heads reach them only as GQA.
@@ -581,14 +648,14 @@ def decompose_unsupported_sdpa(gm: torch.fx.GraphModule, math_ok: bool = True) -
         count += 1
         why.add("a runtime mask" if mask is not None else
                 f"head dim {qv.shape[-1]}" + (f" (value {vv.shape[-1]})" if vv.shape[-1] != qv.shape[-1] else ""))
-    if count or masked:
+    if count or masked or padded:
         gm.graph.eliminate_dead_code()  # a boolean mask's own producers, now unread
         gm.graph.lint()
         gm.recompile()
-        fold.fold_constants(gm)  # _math's causal mask and key padding, a constant mask's conversion
+        fold.fold_constants(gm)  # _math's causal mask and key padding, a constant mask's conversion, zero columns
     if count:
         warnings.warn(f"megakittens: {count} SDPA call(s) run as two Gemms around a softmax of the whole score "
-                      f"matrix ({', '.join(sorted(why))}): the Attention instruction type takes head dims 64 and "
+                      f"matrix ({', '.join(sorted(why))}): the Attention instruction type takes head dims up to "
                       "128 with value's equal, and masks that are additive or boolean ones built by casts, "
                       "comparisons with a number, and / or / not and views; fallback=\"eager\" runs such calls "
                       "as PyTorch's SDPA between megakernels instead", MathAttentionWarning, stacklevel=2)

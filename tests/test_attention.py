@@ -1,7 +1,7 @@
 """Attention on the CPU reference interpreter through megakittens.compile (issue 5), against SDPA in
-fp32: head dims 64 and 128, causal (top-left) and full, GQA, Sq != Sk, a custom scale, and (B, S, H, D)
-tensors read through view + transpose(1, 2) - the same semantics tests/test_gpu_attention.py checks on
-the GPU, on small shapes."""
+fp32: head dims 64 and 128 (others below 128 zero-padded to them), causal (top-left) and full, GQA, Sq != Sk,
+a custom scale, and (B, S, H, D) tensors read through view + transpose(1, 2) - the same semantics
+tests/test_gpu_attention.py checks on the GPU, on small shapes."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import megakittens
 import megakittens.backend as mk_backend
 from common import check_close, randn
+from test_sdpa_math import assert_gpu_bodies
 
 
 def sdpa(causal, scale=None):
@@ -31,6 +32,46 @@ def test_sdpa_on_the_reference(B, H, Hk, Sq, Sk, D, causal, scale):
     out = megakittens.compile(fn)(*args)
     assert any(n.startswith("Attention") for n in mk_backend.dispatchers[-1].program.icodes)
     check_close(out, fn(*[a.float() for a in args]))
+
+
+@pytest.mark.parametrize("D", [20, 32, 80, 96])
+@pytest.mark.parametrize("causal,masked,Hk", [(False, False, 4), (True, False, 2), (False, True, 4), (True, True, 1)])
+def test_other_head_dims_are_zero_padded(D, causal, masked, Hk):
+    """Head dims below 128 (MobileViT's 20, 32, 80, 96) run as Attention at 64 or 128: q, k, v with zero columns
+    (one Cat each), the scale of D passed explicitly, the output sliced back (megakittens/sdpa_math.py
+    _pad_head_dim); no score-matrix math. With GQA, an additive mask, causal or not."""
+    def f(q, k, v, *m):
+        return F.scaled_dot_product_attention(q, k, v, *m, is_causal=causal, enable_gqa=Hk != 4) * 2.0
+    args = [randn(2, 4, 40, D), randn(2, Hk, 56, D), randn(2, Hk, 56, D)] + ([randn(2, 1, 40, 56)] if masked else [])
+    out = megakittens.compile(f)(*args)
+    icodes = mk_backend.dispatchers[-1].program.icodes
+    width = 64 if D <= 64 else 128
+    want = f"Attention(causal={int(causal)},scale={1 / D ** 0.5:.9f}" + (",mask=add)" if masked else ")")
+    assert want in icodes and not any(n.startswith(("Gemm", "Softmax")) for n in icodes), (width, icodes)
+    assert out.shape == (2, 4, 40, D) and out.stride() == f(*args).stride()
+    check_close(out, f(*[a.float() for a in args]))
+    assert_gpu_bodies()
+
+
+def test_padded_head_dim_keeps_a_custom_scale_and_the_bshd_views():
+    """Head dim 24 read from (B, S, H, D) projections: the zero columns join along D in that memory order, so
+    Attention still reads the transposes in place; the output keeps the (B, S, H, D) order the model's view reads."""
+    def f(x, wo):
+        B, S, _ = x.shape
+        q = x.view(B, S, 2, 24).transpose(1, 2)
+        o = F.scaled_dot_product_attention(q, q, q, scale=0.3)
+        return o.transpose(1, 2).reshape(B, S, 48) @ wo
+    args = [randn(2, 50, 48), randn(48, 32, scale=0.15)]
+    out = megakittens.compile(f)(*args)
+    icodes = mk_backend.dispatchers[-1].program.icodes
+    assert any(n.startswith("Attention(causal=0,scale=0.3,bshd=qkv") for n in icodes), icodes
+    check_close(out, f(*[a.float() for a in args]))
+
+
+def test_head_dim_above_128_off_the_tma_rows_stays_an_error():
+    q = randn(1, 2, 32, 132)
+    with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=132"):
+        megakittens.compile(sdpa(False))(q, q, q)
 
 
 def repeat_kv_sdpa(q, k, v):

@@ -120,6 +120,27 @@ def test_batch_norm_eval_group_norm_and_global_pooling():
         assert o.shape == r.shape and rel_err(o, r) <= 1e-2, rel_err(o, r)
 
 
+@pytest.mark.parametrize("shape,size", [((2, 16, 1, 1), (7, 7)), ((2, 16, 2, 2), (7, 7)), ((2, 8, 5, 5), (3, 3)),
+                                        ((2, 8, 7, 7), (7, 7)), ((2, 8, 14, 14), (7, 7)), ((2, 8, 5, 3), (7, 2)),
+                                        ((8, 6, 10), (4, 7))])
+def test_adaptive_avg_pool_matches_eager(shape, size):
+    """Eager's windows, rows floor(i H / Ho) to ceil((i + 1) H / Ho): enlarging (torchvision VGG / AlexNet's 7 x 7
+    pool of a 1 x 1 or 2 x 2 map), shrinking with overlapping windows, evenly (avg_pool2d), the identity, mixed,
+    and an unbatched (C, H, W) map; the sums in fp32 rounded once, as eager's, so equal."""
+    x = randn(*shape)
+    fn = lambda x: F.adaptive_avg_pool2d(x * 2.0, size)  # noqa: E731
+    out, ref = megakittens.compile(fn)(x), fn(x)
+    assert out.shape == ref.shape and torch.equal(out, ref), (out - ref).abs().max()
+    assert_gpu_bodies()
+
+
+def test_vgg_head_on_a_small_map_matches_eager():
+    """VGG's classifier input at a small image: a 2 x 2 map pooled up to 7 x 7, flattened into a linear layer."""
+    net = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.AdaptiveAvgPool2d((7, 7)),
+                        nn.Flatten(), nn.Linear(16 * 49, 32))
+    _check(net, randn(2, 8, 4, 4))
+
+
 def test_weight_norm_matches_eager():
     conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(16, 16, 5, padding=2, groups=4), dim=2)
     _check(conv, randn(2, 16, 24))

@@ -84,10 +84,10 @@ def test_layer_norm_and_split_run_on_the_megakernel():
     assert out.is_cuda and rel_err(out, _ln_split(*args)) <= 1e-2
 
 
-@pytest.mark.parametrize("n", [300, 1000])
+@pytest.mark.parametrize("n", [300, 800])
 def test_more_than_256_tensor_slots_on_the_megakernel(n):
     """n inputs (slots up to ~n + 5: 10-bit slot ids, [Note: slot bits]; tile maps in device memory) through
-    TMA adds, RMSNorm and a Gemm whose B operand sits in a slot >= 256 (>= 512 for n = 1000)."""
+    TMA adds, RMSNorm and a Gemm whose B operand sits in a slot >= 256 (>= 512 for n = 800)."""
     args = many_slots_inputs(n, device="cuda")
     f = megakittens.compile(many_slots)
     with warnings.catch_warnings():

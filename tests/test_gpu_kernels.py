@@ -128,9 +128,11 @@ def g_chained_scalar(x, y):  # scalar steps between binary ops and a custom op l
     return (b / 3 + torch.sigmoid(y),)
 
 
-def g_select(x, y):  # megakittens/masks.py's where: a 0 / 1 mask from y's sign, both branches, one inf
+def g_select(x, y):  # megakittens/masks.py's where: a 0 / 1 mask from y's sign, both branches, an inf in each
     m = (y * 1e30).clamp(0, 1)
-    return (mkops.select(m, x), mkops.select(m, x * 2) + mkops.select(1 - m, (x * 100).exp()))
+    big = x * 1e30 * 1e30  # +-inf wherever x != 0 (past fp32's range too): the branch not taken keeps it out
+    return (mkops.select(m, x), mkops.select(m, x * 2) + mkops.select(1 - m, big),
+            mkops.select(1 - m, x.exp()) + mkops.select(m, big))
 
 
 def g_swiglu(x, wg, wu):
@@ -141,7 +143,7 @@ EW_CASES = {  # name: (fn, input shapes, input scale, output names)
     "ew_unary_ragged": (g_new_unary, [(300, 520)], 3.0, NEW_UNARY_NAMES),
     "ew_scalar": (g_scalar, [(300, 520)], 1.0, SCALAR_NAMES),
     "ew_chained": (g_chained_scalar, [(256, 1024), (256, 1024)], 1.0, ["chain"]),
-    "ew_select": (g_select, [(300, 520), (300, 520)], 1.0, ["select", "where"]),
+    "ew_select": (g_select, [(300, 520), (300, 520)], 1.0, ["select", "where", "where_inf"]),
     "ew_swiglu": (g_swiglu, [(256, 512), (512, 1024), (512, 1024)], 512 ** -0.25, ["swiglu"]),
 }
 

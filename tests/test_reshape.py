@@ -6,6 +6,7 @@ import torch
 import megakittens
 import megakittens.backend as mk_backend
 from common import randn, rel_err
+from test_sdpa_math import assert_gpu_bodies
 
 TOL = 1e-2
 
@@ -88,9 +89,44 @@ def test_step_slices_of_a_grid_become_views():
     assert torch.equal(out, merge(x))
 
 
-def test_step_slice_of_the_last_dim_keeps_the_error():
-    with pytest.raises(Exception, match="step"):
-        megakittens.compile(lambda x: x[..., ::2] * 2.0)(randn(4, 16))
+def focus(x):  # YOLOv5's Focus: the 2 x 2 phases of the map stacked on the channels
+    return torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1)
+
+
+def levit_subsample(x, H=8, W=8):  # LeViT's Subsample: every other token of the (H, W) grid
+    B, _, C = x.shape
+    return x.view(B, H, W, C)[:, ::2, ::2].reshape(B, -1, C) * 2.0
+
+
+@pytest.mark.parametrize("name,fn,shape", [
+    ("last", lambda x: x[..., ::2] * 2.0, (4, 16)),
+    ("last_start_end", lambda x: x[..., 2:15:3] * 2.0, (4, 16)),               # a window of 12 at phase 0
+    ("last_odd_n", lambda x: x[..., 1::2] * 2.0, (4, 5)),                      # n not a multiple of the step
+    ("last_past_the_window", lambda x: x[..., ::3] * 2.0, (4, 7)),             # 3 picks, 7 < 9: a Cat
+    ("last_4d", lambda x: x[:, :, :, 3::4] * 2.0, (2, 3, 5, 13)),              # two leading dims merged
+    ("last_of_a_permute", lambda x: x.permute(0, 3, 1, 2)[..., 1::2] * 2.0, (2, 5, 4, 8)),  # a contiguous copy
+    ("dim1_odd_n", lambda x: x[:, 1::2] * 2.0, (2, 5, 4, 8)),
+    ("1d", lambda x: x[1::2] * 2.0, (16,)),
+    ("returned", lambda x: x[..., 1::2], (4, 16)),
+    ("focus", focus, (2, 3, 8, 6)),
+    ("levit", levit_subsample, (2, 64, 16)),
+    ("levit_odd", lambda x: levit_subsample(x, 7, 7), (2, 49, 16)),
+])
+def test_step_slices_of_any_dim_match_eager(name, fn, shape):
+    """x[..., a:b:s] of the last dim, and of other dims with any start, end and size: a split of the dim and a
+    select of the phase, read through a Copy (megakittens/views.py); exact."""
+    x = randn(*shape)
+    out, ref = megakittens.compile(fn)(x), fn(x)
+    assert out.shape == ref.shape and torch.equal(out, ref)
+    assert_gpu_bodies()
+
+
+def test_step_slices_without_fusion_match_eager():
+    """With fuse=False even rotate_every_two's step-2 slices (left to the RoPE fusion when it is on) are views."""
+    fn = lambda x: torch.stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2) * x  # noqa: E731
+    x = randn(4, 16, 32)
+    out, ref = megakittens.compile(fn, fuse=False)(x), fn(x)
+    assert torch.equal(out, ref)
 
 
 def test_as_strided_that_is_a_view():

@@ -1,8 +1,9 @@
 """Softmax and the SDPA calls Attention cannot take (megakittens/decompose.py, megakittens/sdpa_math.py), on the
 CPU interpreter: softmax / log_softmax over the last dim as one Softmax row instruction (fp32), amax as a
-RowReduce max; SDPA with a runtime mask, a head dim other than 64 / 128 or value's head dim unlike query's as
-two Gemms around that softmax; 3-D SDPA as a batch of one on the Attention path; baddbmm with alpha / beta;
-a mask indexed by aranges (Hugging Face's padding mask) as a slice."""
+RowReduce max; SDPA with a runtime mask Attention cannot take, a head dim above 128 or value's head dim unlike
+query's as two Gemms around that softmax (head dims below 128 run as Attention, zero-padded: test_attention.py);
+3-D SDPA as a batch of one on the Attention path; baddbmm with alpha / beta; a mask indexed by aranges (Hugging
+Face's padding mask) as a slice."""
 from __future__ import annotations
 
 import math
@@ -52,11 +53,14 @@ def _sdpa(**kw):
 
 
 CASES = {  # name: (q shape, k shape, v shape, mask shape or None, kwargs, takes Attention)
-    # Masks with head dims 64 / 128 take Attention's additive mask; other head dims the score-matrix math.
-    "d80_padding_mask": ((2, 2, 60, 80), (2, 2, 60, 80), (2, 2, 60, 80), (2, 1, 1, 60), {}, False),
+    # Masks with head dims up to 128 take Attention's additive mask (80: zero-padded to 128); larger head dims
+    # the score-matrix math.
+    "d80_padding_mask": ((2, 2, 60, 80), (2, 2, 60, 80), (2, 2, 60, 80), (2, 1, 1, 60), {}, True),
+    "d160_padding_mask": ((2, 2, 60, 160), (2, 2, 60, 160), (2, 2, 60, 160), (2, 1, 1, 60), {}, False),
     "d128_odd_keys_mask": ((1, 2, 30, 128), (1, 2, 77, 128), (1, 2, 77, 128), (1, 2, 30, 77), {}, True),
-    "d80_full_ragged_keys": ((2, 4, 100, 80), (2, 4, 100, 80), (2, 4, 100, 80), None, {}, False),
-    "d80_causal": ((1, 4, 64, 80), (1, 4, 64, 80), (1, 4, 64, 80), None, {"is_causal": True}, False),
+    "d80_full_ragged_keys": ((2, 4, 100, 80), (2, 4, 100, 80), (2, 4, 100, 80), None, {}, True),
+    "d160_full_ragged_keys": ((2, 4, 100, 160), (2, 4, 100, 160), (2, 4, 100, 160), None, {}, False),
+    "d80_causal": ((1, 4, 64, 80), (1, 4, 64, 80), (1, 4, 64, 80), None, {"is_causal": True}, True),
     "d256_gqa_causal": ((1, 4, 48, 256), (1, 1, 48, 256), (1, 1, 48, 256), None, {"is_causal": True, "enable_gqa": True}, False),
     "dv128_causal": ((2, 2, 100, 64), (2, 2, 100, 64), (2, 2, 100, 128), None, {"is_causal": True}, False),
     "padding_mask": ((2, 4, 72, 64), (2, 4, 72, 64), (2, 4, 72, 64), (2, 1, 1, 72), {}, True),
@@ -90,10 +94,10 @@ def test_sdpa_math_matches_eager(case):
     assert_gpu_bodies()
 
 
-@pytest.mark.parametrize("D", [64, 80])
+@pytest.mark.parametrize("D", [64, 160])
 @pytest.mark.parametrize("how", ["bool_input", "eq_scalar", "gt_scalar", "float_cast", "not_ne"])
 def test_boolean_masks_from_inputs_casts_and_comparisons(how, D):
-    """Boolean masks reach Attention's additive mask (head dim 64) or the math path (80) however they are
+    """Boolean masks reach Attention's additive mask (head dim 64) or the math path (160) however they are
     built: a bool graph input, comparisons of an int mask with a number, a float mask cast to bool, not / ne;
     True = attend, as SDPA reads them."""
     q, k, v = randn(2, 2, 24, D), randn(2, 2, 24, D), randn(2, 2, 24, D)
@@ -112,7 +116,7 @@ def test_boolean_masks_from_inputs_casts_and_comparisons(how, D):
         warnings.simplefilter("always")
         out = megakittens.compile(fn)(q, k, v, mask)
     math_path = any(issubclass(w.category, megakittens.MathAttentionWarning) for w in caught)
-    assert math_path == (D == 80) and any(k.startswith("Attention") for k in kinds()) == (D == 64), kinds()
+    assert math_path == (D == 160) and any(k.startswith("Attention") for k in kinds()) == (D == 64), kinds()
     ref = fn(q.double(), k.double(), v.double(), mask)
     assert rel_err(out, ref) <= 1e-2, rel_err(out, ref)
     assert_gpu_bodies()
@@ -136,23 +140,25 @@ def test_dry_run_runs_a_math_path_graph():
 
 
 def test_head_dims_off_the_tma_rows_name_the_rule():
-    """Head dims that are not multiples of 8 fit neither Attention nor the math's Gemms: the error names the
-    head dim, with or without a mask; a mask Attention cannot take (fp32 for a bf16 query) names the rule."""
-    q = randn(1, 2, 32, 12)
-    with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=12"):
+    """Head dims above 128 that are not multiples of 8 fit neither Attention (not even zero-padded) nor the math's
+    Gemms: the error names the head dim, with or without a mask; a mask Attention cannot take (fp32 for a bf16
+    query) names the rule."""
+    q = randn(1, 2, 32, 132)
+    with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=132"):
         megakittens.compile(_sdpa())(q, q, q)
     torch._dynamo.reset()
-    with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=12"):
+    with pytest.raises(Exception, match=r"head dim D must be 64 or 128, got D=132"):
         megakittens.compile(_sdpa())(q, q, q, randn(1, 1, 32, 32))
     torch._dynamo.reset()
     with pytest.raises(Exception, match=r"additive 4-D bfloat16 mask.*got attn_mask = a float32 tensor"):
         megakittens.compile(_sdpa())(q, q, q, randn(1, 1, 32, 32).float())
 
 
-@pytest.mark.parametrize("D", [64, 80])
+@pytest.mark.parametrize("D", [64, 80, 160])
 def test_fully_masked_rows_give_zeros(D):
     """A query row whose keys are all masked (-inf) comes out 0, as SDPA's math backend (_safe_softmax) gives,
-    not NaN, through Attention's mask (head dim 64) and the math path (80); the other rows are unaffected."""
+    not NaN, through Attention's mask (head dim 64; 80 zero-padded) and the math path (160); the other rows are
+    unaffected."""
     q, k, v = randn(2, 2, 32, D), randn(2, 2, 32, D), randn(2, 2, 32, D)
     mask = torch.zeros(2, 1, 32, 32, dtype=BF16)
     mask[0, :, 3:, 20:] = -math.inf  # batch 0: rows >= 3 see keys < 20 only
@@ -188,8 +194,8 @@ def test_mask_indexed_by_aranges_becomes_a_slice():
 @pytest.mark.parametrize("family", ["t5_encoder", "t5_encoder_padded", "gemma_head_dim_256", "phi3_head_dim_96"])
 def test_hf_models_on_the_math_path_match_eager(family):
     """T5's encoder (its relative position bias is an additive SDPA mask: Attention's mask at head dim 64),
-    Gemma at head dim 256 with one KV head, Phi-3 at head dim 96 (every attention on the math path); tiny
-    configs, random bf16 weights."""
+    Gemma at head dim 256 with one KV head (every attention on the math path), Phi-3 at head dim 96 (Attention,
+    zero-padded to 128); tiny configs, random bf16 weights."""
     transformers = pytest.importorskip("transformers")
     ids = torch.randint(0, 500, (2, 64))
     kw = {}
@@ -217,24 +223,27 @@ def test_hf_models_on_the_math_path_match_eager(family):
     if family.startswith("t5"):  # head dim 64: Attention with the bias as its additive mask
         assert sum(k.startswith("Attention") and "mask=add" in k for k in kinds()) == 2, kinds()
         assert not any(k.startswith("Softmax") for k in kinds()), kinds()
+    elif family.startswith("phi3"):
+        assert sum(k.startswith("Attention") for k in kinds()) == 2, kinds()
+        assert not any(k.startswith("Softmax") for k in kinds()), kinds()
     else:
         assert not any(k.startswith("Attention") for k in kinds()) and sum(k.startswith("Softmax(safe)") for k in kinds()) == 2
     assert_gpu_bodies()
 
 
 def test_fallback_eager_keeps_pytorch_sdpa_for_what_attention_cannot_take():
-    """With fallback="eager" the SDPA calls Attention cannot take (Dv != Dq, a mask at head dim 80) run as
+    """With fallback="eager" the SDPA calls Attention cannot take (Dv != Dq, a mask at head dim 160) run as
     PyTorch's own SDPA between megakernels (its fused kernels, no score matrix), not as the math path, and
     nothing warns; a masked SDPA at head dim 64 runs in the megakernel (Attention's mask)."""
     q, v, m = randn(1, 2, 64, 64), randn(1, 2, 64, 128), randn(1, 1, 64, 64)
-    q80 = randn(1, 2, 64, 80)
-    fn = lambda q, v, m, q80: (F.scaled_dot_product_attention(q, q, v) * 2,  # noqa: E731
-                               F.scaled_dot_product_attention(q80, q80, q80, attn_mask=m) * 2,
-                               F.scaled_dot_product_attention(q, q, q, attn_mask=m) * 2)
+    q160 = randn(1, 2, 64, 160)
+    fn = lambda q, v, m, q160: (F.scaled_dot_product_attention(q, q, v) * 2,  # noqa: E731
+                                F.scaled_dot_product_attention(q160, q160, q160, attn_mask=m) * 2,
+                                F.scaled_dot_product_attention(q, q, q, attn_mask=m) * 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        out = megakittens.compile(fn, fallback="eager")(q, v, m, q80)
-    for o, r in zip(out, fn(q, v, m, q80)):
+        out = megakittens.compile(fn, fallback="eager")(q, v, m, q160)
+    for o, r in zip(out, fn(q, v, m, q160)):
         assert rel_err(o, r) <= 1e-2
     eager = sorted(t for _, t, _ in mk_backend.partitionings[-1].eager)
     assert eager.count("aten._scaled_dot_product_flash_attention_for_cpu.default") == 1, eager

@@ -78,3 +78,33 @@ def test_hf_swin_matches_eager(model, image, window):
     for field in ("last_hidden_state", "pooler_output"):
         err = rel_err(getattr(out, field), getattr(ref, field))
         assert err <= HIDDEN_TOL, f"{field}: relative error {err:.3g}"
+
+
+def test_hf_mobilevit_matches_eager():
+    """MobileViT whole: convolutions with eval batch norm and SiLU around transformer blocks whose written-out
+    attention (megakittens/eager_attention.py) has head dims 20, 24 and 28, run as Attention with q, k, v
+    zero-padded to 64 (megakittens/sdpa_math.py); against the fp32 model."""
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "MobileViTConfig"):
+        pytest.skip(f"transformers {transformers.__version__} has no MobileViTConfig")
+    cfg = transformers.MobileViTConfig(image_size=64, hidden_sizes=[40, 48, 56],
+                                       neck_hidden_sizes=[16, 16, 24, 24, 32, 32, 64], num_attention_heads=2)
+    torch.manual_seed(0)
+    m = transformers.MobileViTModel(cfg).eval()
+    for bn in (mod for mod in m.modules() if isinstance(mod, torch.nn.BatchNorm2d)):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.data.uniform_(0.5, 1.5)
+    m = m.to(BF16)
+    pixels = torch.randn(2, 3, 64, 64).to(BF16)
+    torch._dynamo.reset()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", megakittens.MathAttentionWarning)  # no score-matrix math
+        out = megakittens.compile(m)(pixels)
+        ref = m.float()(pixels.float())
+    for field in ("last_hidden_state", "pooler_output"):
+        err = rel_err(getattr(out, field), getattr(ref, field))
+        assert err <= HIDDEN_TOL, f"{field}: relative error {err:.3g}"
+    kinds = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    assert sum(k.startswith("Attention(causal=0") for k in kinds) == 9, kinds
+    assert_gpu_bodies()

@@ -501,10 +501,13 @@ __device__ __forceinline__ bool wait_reuse(Ctx& c) {
 // inst_finished after a __syncwarp, which orders the other lanes' reads before it (PTX ISA, bar.warp.sync:
 // "guarantees memory ordering among threads participating in barrier"), so the controller's rewrite of the
 // stage is safe. compute-sanitizer racecheck does not follow that edge and reports the rewrite as a race
-// once a CTA runs more instructions than there are stages and word slots. MK_LANES_ARRIVE=1 makes every
-// lane arrive (inst_finished counts 32 per worker warp): the edge racecheck follows, for sanitizer runs.
+// once a CTA runs more instructions than there are stages and word slots. MK_LANES_ARRIVE=1 (the default)
+// makes every lane arrive (inst_finished counts 32 per worker warp): the edge racecheck follows, so its
+// runs are clean (H200, 2026-12-05: relu / add / rms_waves, cat_planes, bhsd_to_bshd), at no measured cost
+// (ab_memory, relu and RMSNorm at 16384 x 8192 and 2048 x 2048, both queues: x0.996-1.009 of lane 0 alone;
+// benchmarks/notes.md Session 41). MK_LANES_ARRIVE=0 restores lane 0 alone.
 #ifndef MK_LANES_ARRIVE
-#define MK_LANES_ARRIVE 0
+#define MK_LANES_ARRIVE 1
 #endif
 constexpr u32 kFinishArrivals = MK_LANES_ARRIVE ? 32u : 1u;  // per worker warp
 
