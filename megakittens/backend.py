@@ -109,7 +109,18 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
     graph = fx_export.export_graph(gm, name, is_backward, contiguous_inputs=True)
     if options.dry_run:
         return _dry_run(gm, graph, options, name, captured)
-    return make_boxed_func(_compile_program(gm, graph, options, name))
+    try:
+        return make_boxed_func(_compile_program(gm, graph, options, name))
+    except _C.CompileError as e:
+        # Step slices left for an interleaved RoPE that src/trace/fuse_rope.cpp then did not fuse (mixed dtypes):
+        # rewritten as views like any other, and the graph compiled again.
+        if "slices with step != 1" not in str(e):
+            raise
+        with unset_fake_temporarily():
+            if not views.step_slices_as_views(gm, keep_rope=False):
+                raise
+        graph = fx_export.export_graph(gm, name, is_backward, contiguous_inputs=True)
+        return make_boxed_func(_compile_program(gm, graph, options, name))
 
 
 def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, name: str,

@@ -14,14 +14,16 @@ is never padded) and before the graph is exported; the zero blocks are constants
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import convolution
-from megakittens.fx_nodes import call, fake_mode, finish, val
+from megakittens.fx_nodes import call, finish, val
 
 aten = torch.ops.aten
 
@@ -72,7 +74,11 @@ def pad_unaligned_products(gm: torch.fx.GraphModule) -> int:
             continue
         fn, operands = p
         vals = [val(a) for a in operands]
-        with fake_mode(vals[0]):
+        mode = torch._guards.detect_fake_mode(vals)
+        if mode is not None:  # a folded constant's value is a real tensor: faked beside the others
+            vals = [v if isinstance(v, FakeTensor) or not isinstance(v, torch.Tensor) else
+                    mode.from_tensor(v, static_shapes=True) for v in vals]
+        with mode or contextlib.nullcontext():
             sub = make_fx(fn)(*vals)  # the padded product as aten ops, on the operands' fake values
         inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]
         with gm.graph.inserting_before(node):

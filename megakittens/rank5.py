@@ -336,20 +336,25 @@ def flatten_high_rank_copies(gm: torch.fx.GraphModule) -> int:
     return finish(gm, count)
 
 
-def _pointwise_groups(out_shape: list, operands: list) -> "list[list[int]] | None":
-    """Groups of adjacent dims of ``out_shape`` (rank > 4) to merge, at most 4, such that each operand (a shape
+def _pointwise_groups(out_shape: list, operands: list, keep_last: bool = False) -> "list[list[int]] | None":
+    """Groups of adjacent dims of ``out_shape`` (rank > 4) to merge, at most 4, such that each operand (a tensor
     aligned to the right, broadcast to ``out_shape``) spans every dim of a group or broadcasts every one (dims
-    of size 1 go with either); None when no such grouping exists. Merges from the last dims first."""
+    of size 1 go with either) and can be viewed so (``_views_as``); ``keep_last``: the last dim stays alone (a
+    row op's). None when no such grouping exists. Merges from the last dims first."""
     r = len(out_shape)
-    aligned = [[1] * (r - len(sh)) + list(sh) for sh in operands]
 
-    def kinds(group):
-        return [{sh[d] == out_shape[d] for d in group if out_shape[d] != 1} for sh in aligned]
+    def fits(group):
+        for v in operands:
+            sh = [1] * (r - v.dim()) + list(v.shape)
+            if len({sh[d] == out_shape[d] for d in group if out_shape[d] != 1}) > 1:
+                return False
+        return all(_views_as(v, [group], r) for v in operands)
 
     groups = [[d] for d in range(r)]
     while len(groups) > 4:
-        for i in range(len(groups) - 2, -1, -1):
-            if all(len(k) <= 1 for k in kinds(groups[i] + groups[i + 1])):
+        last = len(groups) - (3 if keep_last else 2)
+        for i in range(last, -1, -1):
+            if fits(groups[i] + groups[i + 1]):
                 groups[i:i + 2] = [groups[i] + groups[i + 1]]
                 break
         else:
@@ -368,20 +373,31 @@ def _views_as(v: torch.Tensor, groups: list, r: int) -> bool:
     return True
 
 
+def _row_op(node: torch.fx.Node, rank: int) -> bool:
+    """A softmax over the last dim (megakittens' own, over the last dim always, or aten's): merged like a pointwise
+    op with the last dim kept alone."""
+    if node.target is torch.ops.megakittens.softmax.default:
+        return True
+    return node.target in (aten._softmax.default, aten._log_softmax.default) and node.args[1] in (-1, rank - 1)
+
+
 def merge_high_rank_pointwise(gm: torch.fx.GraphModule) -> int:
-    """Rewrite each pointwise op whose result has more than 4 dims in 4 (module doc); returns how many."""
-    count = 0
+    """Rewrite each pointwise op (or softmax over the last dim) whose result has more than 4 dims in 4 (module
+    doc); returns how many."""
+    count, made = 0, set()  # made: the views back to rank 5 this pass emitted
     for node in list(gm.graph.nodes):
         out = val(node)
         if not (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and
-                torch.Tag.pointwise in node.target.tags and node.target is not aten.clone.default and
-                out is not None and out.dim() > 4):
+                out is not None and out.dim() > 4 and node.target is not aten.clone.default):
             continue  # a clone of a rank-5 view: flatten_repeat_kv / flatten_high_rank_copies
+        row = _row_op(node, out.dim())
+        if not (row or torch.Tag.pointwise in node.target.tags or node.target is aten._to_copy.default):
+            continue
         tensors = [a for a in node.args if val(a) is not None]
         if any(isinstance(v, (list, tuple)) for v in node.args) or any(val(a) is not None for a in node.kwargs.values()):
             continue
-        groups = _pointwise_groups(list(out.shape), [list(val(a).shape) for a in tensors])
-        if groups is None or not all(_views_as(val(a), groups, out.dim()) for a in tensors):
+        groups = _pointwise_groups(list(out.shape), [val(a) for a in tensors], keep_last=row)
+        if groups is None:
             continue
         r = out.dim()
 
@@ -395,11 +411,21 @@ def merge_high_rank_pointwise(gm: torch.fx.GraphModule) -> int:
                 size.append(n)
             return size
 
+        def operand(a):
+            if val(a) is None:
+                return a
+            shape = merged(val(a).shape)
+            if a in made and list(val(a.args[0]).shape) == shape:
+                return a.args[0]  # the 4-D result of an op merged before: no round trip through 5 dims
+            return emit(gm, aten.view.default, (a, shape))
+
         with gm.graph.inserting_before(node), fake_mode(out):
-            args = [emit(gm, aten.view.default, (a, merged(val(a).shape))) if val(a) is not None else a
-                    for a in node.args]
+            args = [operand(a) for a in node.args]
+            if row and node.target is not torch.ops.megakittens.softmax.default:
+                args[1] = -1  # aten's softmax dim, in 4 dims
             y = emit(gm, node.target, args, node.kwargs)
             y = emit(gm, aten.view.default, (y, list(out.shape)))
+        made.add(y)
         node.replace_all_uses_with(y)
         count += 1
     return finish(gm, count)

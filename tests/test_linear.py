@@ -179,6 +179,17 @@ def test_outer_product_matmul_is_a_broadcast_mul():
     assert torch.equal(megakittens.compile(torch.bmm)(a, b), torch.bmm(a, b))
 
 
+@pytest.mark.parametrize("side", ["right", "left", "batched"])
+def test_unaligned_product_with_a_constant_operand(side):
+    """A product whose operand is a constant built inside forward (folded: a real tensor beside the fake ones)
+    and whose K or N is off TMA's rows: padded like any other (megakittens/gemm_padding.py)."""
+    fn = {"right": lambda x: x @ torch.ones(6, 8, dtype=BF16),
+          "left": lambda x: torch.eye(6, dtype=BF16) @ x,
+          "batched": lambda x: torch.bmm(x, torch.arange(120, dtype=BF16).view(2, 6, 10) * 0.01)}[side]
+    x = randn(4, 6) if side == "right" else randn(6, 10) if side == "left" else randn(2, 4, 6)
+    check_close(megakittens.compile(fn)(x), fn(x))
+
+
 @pytest.mark.parametrize("case", ["head_2_labels", "head_no_bias", "k_3_features", "k_1_feature", "full_bias_k_3",
                                   "baddbmm_k_3", "bmm_197_tokens"])
 def test_products_off_tma_rows_are_padded(case):

@@ -240,3 +240,16 @@ def test_rank6_permute_copies_in_4d_steps(B, C, H, W, P):
         assert o.shape == r.shape and rel_err(o, r) <= 1e-2
     copies = [n for n in mk_backend.dispatchers[-1].program.nodes if n.itype.startswith("Copy")]
     assert 2 <= len(copies) <= 6, [n.itype for n in copies]
+
+
+def test_rank5_softmax_over_the_last_dim():
+    """A softmax over the last dim of a rank-5 tensor runs in 4 dims with the last dim kept alone, its leading
+    dims merged as for pointwise ops (a view of a permuted rank-5 view picks the merge it can view: dims 0-1)."""
+    def f(x, b):
+        k = x.view(2, 4, 9, 2, 32).permute(0, 1, 3, 2, 4)
+        s = torch.softmax(k.float() * 0.5 + b.view(1, 1, 2, 1, 32), -1).to(x.dtype)
+        return s.permute(0, 1, 3, 2, 4).reshape(2, 4, 9, 64)
+
+    x, b = randn(2, 4, 9, 64), randn(64)
+    out, ref = megakittens.compile(f)(x, b), f(x, b)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2

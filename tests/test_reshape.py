@@ -134,3 +134,17 @@ def test_as_strided_that_is_a_view():
     fn = lambda x: torch.as_strided(x * 2.0, (2, 24, 1), (24, 1, 1)).squeeze(-1)  # noqa: E731
     out = megakittens.compile(fn)(x)
     assert torch.equal(out, fn(x))
+
+
+@pytest.mark.parametrize("form", ["product", "fp32_tables"])
+def test_rope_like_step_slices_that_do_not_fuse(form):
+    """Step slices shaped like an interleaved RoPE's (left for src/trace/fuse_rope.cpp under fuse=True) that the
+    fusion then does not take (no cos term; fp32 sin / cos beside a bf16 x) are compiled again as views."""
+    def f(x, c, s):
+        rot = torch.stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)
+        return rot * s if form == "product" else x * c + rot * s
+
+    tables = torch.float32 if form == "fp32_tables" else torch.bfloat16
+    x, c, s = randn(2, 8, 16), torch.randn(8, 16).to(tables), torch.randn(8, 16).to(tables)
+    out, ref = megakittens.compile(f)(x, c, s), f(x, c, s)
+    assert out.dtype == ref.dtype and rel_err(out, ref) <= 1e-2
