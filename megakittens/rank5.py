@@ -30,11 +30,12 @@ traced. Two forms are common, and both are exact in four dims:
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 import torch.fx
 
-from megakittens.fx_nodes import emit, fake_mode, finish, RESHAPES, val
+from megakittens.fx_nodes import call, emit, fake_mode, finish, RESHAPES, val
 from megakittens.sdpa_math import _unrepeat_kv
 
 aten = torch.ops.aten
@@ -234,11 +235,45 @@ def _permuted_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Ten
     return y  # the view's elements in its order (4-D): the caller views it to its shape
 
 
+def _sliced_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor):
+    """``view`` as slices of a view of the contiguous ``src`` in memory order and a permute, where its merged dims
+    (no broadcast) leave gaps: a rank-5 view of a ``chunk`` of ``src``'s last dim (torchvision MaxViT's q / k / v:
+    (B, G, P, 3 H Dh) chunked, viewed (B, G, P, H, Dh) and permuted) is ``src`` viewed (B G, P, 3 H, Dh), sliced
+    along 3 H and permuted. At most 4 merged dims, innermost stride 1; else None."""
+    sv = val(src)
+    dims = _merged(view.shape, view.stride())
+    real = sorted(((st, i) for i, (n, st) in enumerate(dims)), reverse=True)
+    if len(dims) > 4 or any(st == 0 for _, st in dims) or real[-1][0] != 1:
+        return None
+    sizes = []  # src's extent of each memory-order dim
+    for k, (st, i) in enumerate(real):
+        outer = real[k - 1][0] if k else sv.numel()
+        if outer % st:
+            return None
+        sizes.append(outer // st)
+    rel, starts = view.storage_offset() - sv.storage_offset(), []
+    for k, (st, i) in enumerate(real):
+        starts.append(rel // st if k == 0 else (rel // st) % sizes[k])
+    if sum(a * st for a, (st, _) in zip(starts, real)) != rel or \
+            any(a + dims[i][0] > m for a, (_, i), m in zip(starts, real, sizes)):
+        return None
+    y = emit(gm, aten.view.default, (src, sizes))
+    for k, (a, (_, i)) in enumerate(zip(starts, real)):
+        if (a, dims[i][0]) != (0, sizes[k]):
+            y = emit(gm, aten.slice.Tensor, (y, k, a, a + dims[i][0]))
+    order = [i for _, i in real]
+    perm = sorted(range(len(order)), key=lambda k: order[k])
+    return y if perm == list(range(len(perm))) else emit(gm, aten.permute.default, (y, perm))
+
+
 def _as_4d_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor):
     """``view``'s merged dims (``_merged``) as a view of the contiguous ``src`` in memory order, a permute and an
-    expand for broadcast dims: at most 4 dims, or None (``_as_4d_copy``)."""
+    expand for broadcast dims (or slices of it where they leave gaps: ``_sliced_view``): at most 4 dims, or None
+    (``_as_4d_copy``)."""
     found = _memory_order(src, view)
-    if found is None or len(found[0]) > 4:
+    if found is None:
+        return _sliced_view(gm, src, view)
+    if len(found[0]) > 4:
         return None
     dims, real = found
     y = emit(gm, aten.view.default, (src, [dims[i][0] for _, i in real]))
@@ -282,9 +317,13 @@ def _source(x: torch.fx.Node) -> torch.fx.Node:
     """The first contiguous node of 4 dims or fewer up the chain of views that made the rank-5+ ``x`` (past
     strided 4-D views in between: XLNet's einsums permute a product's rank-5 view, view it in 4 dims, and
     unsqueeze it again)."""
-    while x.op == "call_function" and x.target in _CHAIN and val(x) is not None and \
-            isinstance(x.args[0], torch.fx.Node) and (val(x).dim() > 4 or not val(x).is_contiguous()):
-        x = x.args[0]
+    while val(x) is not None and (val(x).dim() > 4 or not val(x).is_contiguous()):
+        if x.op == "call_function" and x.target in _CHAIN + (aten.slice.Tensor,) and isinstance(x.args[0], torch.fx.Node):
+            x = x.args[0]  # a step-1 slice (torch.chunk's, views.py's) too: _sliced_view reads it
+        elif call(x, operator.getitem) and call(x.args[0], aten.split.Tensor, aten.split_with_sizes.default):
+            x = x.args[0].args[0]
+        else:
+            break
     return x
 
 

@@ -253,3 +253,18 @@ def test_rank5_softmax_over_the_last_dim():
     x, b = randn(2, 4, 9, 64), randn(64)
     out, ref = megakittens.compile(f)(x, b), f(x, b)
     assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
+@pytest.mark.parametrize("split", ["chunk", "slice"])
+def test_rank5_views_of_a_chunk_are_slices_of_the_source(split):
+    """torchvision MaxViT's q / k / v: a fused projection chunked along its last dim, each chunk viewed (B, G, P, H,
+    Dh), permuted and viewed back to 4 dims. The chunk's rank-5 views leave gaps in the source, so the 4-D view is
+    the source viewed (B G, P, 3 H, Dh), sliced along 3 H and permuted (rank5._sliced_view)."""
+    def f(qkv):
+        q, k, v = torch.chunk(qkv, 3, dim=-1) if split == "chunk" else (qkv[..., :64], qkv[..., 64:128], qkv[..., 128:])
+        q, k, v = (t.reshape(2, 4, 9, 2, 32).permute(0, 1, 3, 2, 4).reshape(8, 2, 9, 32) for t in (q, k, v))
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v) + k
+
+    x = randn(2, 4, 9, 192)
+    out, ref = megakittens.compile(f)(x), f(x)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
