@@ -29,16 +29,21 @@ def fake_mode(v: torch.Tensor):
     return torch._guards.detect_fake_mode([v]) or contextlib.nullcontext()
 
 
+def as_fake(mode, values):
+    """``values`` (any pytree) with each real tensor made a fake one of ``mode`` (a folded constant's val is a
+    real tensor beside the graph's fake ones); unchanged when ``mode`` is None."""
+    if mode is None:
+        return values
+    return torch.utils._pytree.tree_map_only(
+        torch.Tensor, lambda t: t if isinstance(t, FakeTensor) else mode.from_tensor(t, static_shapes=True), values)
+
+
 def emit(gm: torch.fx.GraphModule, target, args, kwargs=None) -> torch.fx.Node:
     """A call of ``target`` at the graph's insertion point, its meta["val"] computed from its inputs' (inside
     the inputs' fake mode: the caller enters it; real constants are faked in it)."""
     n = gm.graph.call_function(target, tuple(args), kwargs or {})
     vals, kw = torch.fx.node.map_arg((tuple(args), kwargs or {}), lambda a: a.meta["val"])
-    mode = torch._guards.detect_fake_mode()  # the caller's; a folded constant's val is a real tensor
-    if mode is not None:
-        vals, kw = torch.utils._pytree.tree_map_only(
-            torch.Tensor, lambda t: t if isinstance(t, FakeTensor) else mode.from_tensor(t, static_shapes=True),
-            (vals, kw))
+    vals, kw = as_fake(torch._guards.detect_fake_mode(), (vals, kw))  # the caller's mode
     n.meta["val"] = target(*vals, **kw)
     return n
 

@@ -19,11 +19,10 @@ from typing import Optional
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import convolution
-from megakittens.fx_nodes import call, finish, val
+from megakittens.fx_nodes import as_fake, call, finish, val
 
 aten = torch.ops.aten
 
@@ -75,9 +74,7 @@ def pad_unaligned_products(gm: torch.fx.GraphModule) -> int:
         fn, operands = p
         vals = [val(a) for a in operands]
         mode = torch._guards.detect_fake_mode(vals)
-        if mode is not None:  # a folded constant's value is a real tensor: faked beside the others
-            vals = [v if isinstance(v, FakeTensor) or not isinstance(v, torch.Tensor) else
-                    mode.from_tensor(v, static_shapes=True) for v in vals]
+        vals = as_fake(mode, vals)  # a folded constant operand: faked beside the others
         with mode or contextlib.nullcontext():
             sub = make_fx(fn)(*vals)  # the padded product as aten ops, on the operands' fake values
         inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]

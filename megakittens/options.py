@@ -6,6 +6,8 @@ from typing import Optional
 
 import torch
 
+from megakittens import _C
+
 TARGETS = (None, "b200", "h200")
 # Profile fields MEGAKITTENS_PROFILE may set (experiments, A/B runs): Gemm tile widths, split-K pieces,
 # RMSNorm row pages per instruction and their balance, the cost-balanced placement of causal Attention tiles.
@@ -23,7 +25,8 @@ _OVERRIDE_RANGES = {
     "balance_costs": (lambda v: v in (0, 1, 2, 3),
                       "0 (off), 1 (every node), 2 (nodes of at most 2 instructions per SM) or 3 (every node, chunk by chunk)"),
     "claim_chunk": (lambda v: -1 <= v <= 64, "-1 (the IType's order), 0 (the whole node longest first) or waves per chunk, 1 to 64"),
-    "max_slots": (lambda v: 0 <= v <= 1016, "0 (the instruction's limit, 1016) or a lower tensor slot limit, 1 to 1016"),
+    "max_slots": (lambda v: 0 <= v <= _C.max_slots,
+                  f"0 (the instruction's limit, {_C.max_slots}) or a lower tensor slot limit, 1 to {_C.max_slots}"),
 }
 CLUSTER_SIZES = (1, 2)
 FALLBACKS = (None, "eager")
@@ -64,7 +67,6 @@ class Options:
         applied. Raises ValueError naming a malformed entry, an unknown field or a value out of its range."""
         import os  # noqa: PLC0415
         import re  # noqa: PLC0415
-        from megakittens import _C  # noqa: PLC0415
         p = _C.Profile.by_name(*self.profile_args())
         seen = {}
         for item in filter(None, (s.strip() for s in os.environ.get("MEGAKITTENS_PROFILE", "").split(","))):

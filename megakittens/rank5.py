@@ -236,8 +236,8 @@ def _permuted_copy(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Ten
 
 
 def _sliced_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor):
-    """``view`` as slices of a view of the contiguous ``src`` in memory order and a permute, where its merged dims
-    (no broadcast) leave gaps: a rank-5 view of a ``chunk`` of ``src``'s last dim (torchvision MaxViT's q / k / v:
+    """``view`` (no broadcast) as a view of the contiguous ``src`` in memory order, slices where its merged dims
+    leave gaps, and a permute: a rank-5 view of a ``chunk`` of ``src``'s last dim (torchvision MaxViT's q / k / v:
     (B, G, P, 3 H Dh) chunked, viewed (B, G, P, H, Dh) and permuted) is ``src`` viewed (B G, P, 3 H, Dh), sliced
     along 3 H and permuted. At most 4 merged dims, innermost stride 1; else None."""
     sv = val(src)
@@ -270,10 +270,11 @@ def _as_4d_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor
     """``view``'s merged dims (``_merged``) as a view of the contiguous ``src`` in memory order, a permute and an
     expand for broadcast dims (or slices of it where they leave gaps: ``_sliced_view``): at most 4 dims, or None
     (``_as_4d_copy``)."""
+    dims = _merged(view.shape, view.stride())
+    if dims and all(st != 0 for _, st in dims):
+        return _sliced_view(gm, src, view)  # no broadcast: tiling src is the case without slices
     found = _memory_order(src, view)
-    if found is None:
-        return _sliced_view(gm, src, view)
-    if len(found[0]) > 4:
+    if found is None or len(found[0]) > 4:
         return None
     dims, real = found
     y = emit(gm, aten.view.default, (src, [dims[i][0] for _, i in real]))
@@ -442,13 +443,7 @@ def merge_high_rank_pointwise(gm: torch.fx.GraphModule) -> int:
 
         def merged(shape):
             sh = [1] * (r - len(shape)) + list(shape)
-            size = []
-            for g in groups:
-                n = 1
-                for d in g:
-                    n *= sh[d]
-                size.append(n)
-            return size
+            return [math.prod(sh[d] for d in g) for g in groups]
 
         def operand(a):
             if val(a) is None:

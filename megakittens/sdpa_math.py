@@ -131,7 +131,8 @@ def _zero_columns(gm: torch.fx.GraphModule, t: torch.fx.Node, width: int) -> tor
     in t's memory order, so that the transpose of a (B, S, H, D) projection stays one (Attention reads it)."""
     aten = torch.ops.aten
     tv = t.meta["val"]
-    order = _memory_order(tv) if _memory_order(tv)[-1] == 3 else (0, 1, 2, 3)
+    order = _memory_order(tv)
+    order = order if order[-1] == 3 else (0, 1, 2, 3)
     x = t if order == (0, 1, 2, 3) else emit(gm, aten.permute.default, (t, list(order)))
     shape = list(x.meta["val"].shape)
     zeros = emit(gm, aten.full.default, (shape[:-1] + [width - shape[-1]], 0.0),
