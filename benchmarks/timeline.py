@@ -58,7 +58,7 @@ BF16 = torch.bfloat16
 GEMM_HEAD_WAIT, GEMM_DRAIN_HEAD, GEMM_PAGES_KT0 = ATTN_TURN_WAIT, ATTN_ISSUE, ATTN_S_WAIT
 PHASES = [("stage", PUBLISH, LOAD_BEGIN), ("inputs", LOAD_BEGIN, INPUTS), ("issue", INPUTS, LOAD_END),
           ("compute", LOAD_END, COMP_END), ("reuse", STORE_BEGIN, REUSE), ("stored", COMP_END, HANDBACK),
-          ("complete", HANDBACK, COMPLETE), ("total", PUBLISH, STORE_END),
+          ("complete", HANDBACK, COMPLETE), ("release", COMPLETE, STORE_END), ("total", PUBLISH, STORE_END),
           # Gemm only: k-tile 0's TMA round trip, the mainloop after it, the epilogue (bias wait included)
           ("rtt", FIRST_ISSUE, FIRST_FULL), ("mainloop", FIRST_FULL, MAINLOOP_END), ("epilogue", MAINLOOP_END, COMP_END),
           ("epi_wait", MAINLOOP_END, EPILOGUE_READY), ("epi_body", EPILOGUE_READY, COMP_END)]

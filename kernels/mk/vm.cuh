@@ -77,6 +77,11 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_RELEASE_LANES
 #define MK_RELEASE_LANES 1
 #endif
+// Experiment (release_dst): 1 adds to the dst barriers with a relaxed red, no MEMBAR.ALL.GPU before it
+// (timing only: the stores are complete, but PTX orders them before the add only through a release).
+#ifndef MK_RELEASE_RELAXED
+#define MK_RELEASE_RELAXED 0
+#endif
 
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWSrcSlotB9 = 6, kWIndices = 7, kWSrcBarriers = 23,
@@ -544,7 +549,10 @@ __device__ __forceinline__ void release_dst(Ctx& c, DstBarriers b) {
   // every lane's completed stores before each lane's release (cumulativity), as it did for lane 0 alone.
   // Not measurably faster: HF 1B 4.96 / 5.02 ms vs 5.06 / 4.95 from lane 0, 8B 6.74 / 6.66 vs 6.78 / 6.77
   // (H200, 2026-12-04, alternating runs in one call; benchmarks/notes.md Session 28).
-  if (c.lane < b.n) ptx::red_release_gpu_add(c.g->c.barriers + b.mine, 1);
+  if (c.lane < b.n) {
+    if constexpr (MK_RELEASE_RELAXED) ptx::red_relaxed_gpu_add(c.g->c.barriers + b.mine, 1);
+    else ptx::red_release_gpu_add(c.g->c.barriers + b.mine, 1);
+  }
 #else
   for (int k = 0; k < b.n; ++k) {
     const int id = __shfl_sync(0xffffffffu, b.mine, k);
