@@ -77,11 +77,6 @@ constexpr int kWorkerWarps = 11;  // every warp except the controller arrives on
 #ifndef MK_RELEASE_LANES
 #define MK_RELEASE_LANES 1
 #endif
-// Experiment (release_dst): 1 adds to the dst barriers with a relaxed red, no MEMBAR.ALL.GPU before it
-// (timing only: the stores are complete, but PTX orders them before the add only through a release).
-#ifndef MK_RELEASE_RELAXED
-#define MK_RELEASE_RELAXED 0
-#endif
 
 // Instruction word offsets (docs/instruction.md).
 constexpr int kWIcode = 0, kWSrcTensors = 1, kWDstTensors = 5, kWSrcSlotB9 = 6, kWIndices = 7, kWSrcBarriers = 23,
@@ -540,6 +535,8 @@ __device__ __forceinline__ void release_dst(Ctx& c, DstBarriers b) {
   cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
   // The time is read here but written after the releases: a timeline store just before them would be
   // one more write for the release to wait on (Session 25 saw 2-3 us between this mark and the end).
+  // The release's MEMBAR.ALL.GPU itself costs ~0.3 us: mlp1024's median release phase 0.64 us against 0.32 us
+  // with a relaxed add, no gain in the HF 1B (H100, 2026-12-05; benchmarks/notes.md Session 42).
   const u64 complete = c.g->c.timeline != 0 ? ptx::globaltimer() : 0;
   __syncwarp();
 #if MK_RELEASE_LANES
@@ -549,10 +546,7 @@ __device__ __forceinline__ void release_dst(Ctx& c, DstBarriers b) {
   // every lane's completed stores before each lane's release (cumulativity), as it did for lane 0 alone.
   // Not measurably faster: HF 1B 4.96 / 5.02 ms vs 5.06 / 4.95 from lane 0, 8B 6.74 / 6.66 vs 6.78 / 6.77
   // (H200, 2026-12-04, alternating runs in one call; benchmarks/notes.md Session 28).
-  if (c.lane < b.n) {
-    if constexpr (MK_RELEASE_RELAXED) ptx::red_relaxed_gpu_add(c.g->c.barriers + b.mine, 1);
-    else ptx::red_release_gpu_add(c.g->c.barriers + b.mine, 1);
-  }
+  if (c.lane < b.n) ptx::red_release_gpu_add(c.g->c.barriers + b.mine, 1);
 #else
   for (int k = 0; k < b.n; ++k) {
     const int id = __shfl_sync(0xffffffffu, b.mine, k);
