@@ -290,6 +290,42 @@ def _as_4d_view(gm: torch.fx.GraphModule, src: torch.fx.Node, view: torch.Tensor
     return y
 
 
+def _logical_view(gm: torch.fx.GraphModule, src: torch.fx.Node, x: torch.fx.Node):
+    """(a contiguous node holding ``src``'s elements, ``x``'s view of it), ``x`` reached from ``src`` by the steps
+    ``_source`` takes, or None. The view is replayed on the contiguous tensor instead of read from ``x``'s meta:
+    views are logical, while meta strides are eager's layout, which the rewrites here do not keep (a rewritten
+    view's readers would read stale strides). A ``src`` whose meta is not contiguous (a pointwise op keeps a
+    permuted input's layout: torchvision MaxViT scales its permuted k before the einsum copies it through 6 dims)
+    is copied contiguously first: the megakernel stores it so anyway (an identity pass), and an eager partition
+    (fallback="eager") then views a real contiguous tensor."""
+    chain = []
+    while x is not src:
+        chain.append(x)
+        x = x.args[0].args[0] if call(x, operator.getitem) else x.args[0]
+    sv = val(src)
+    copied = not sv.is_contiguous()
+    if copied:
+        src = emit(gm, aten.clone.default, (src,), {"memory_format": torch.contiguous_format})
+    t = val(src)
+    try:
+        for n in reversed(chain):
+            if call(n, operator.getitem):
+                t = n.args[0].target(t, *n.args[0].args[1:], **n.args[0].kwargs)[n.args[1]]
+            else:
+                t = n.target(t, *n.args[1:], **n.kwargs)
+    except RuntimeError:
+        t = None
+    if t is None and copied:
+        gm.graph.erase_node(src)
+    return None if t is None else (src, t)
+
+
+def _unused(gm: torch.fx.GraphModule, src: torch.fx.Node, original: torch.fx.Node) -> None:
+    """Drops the contiguous copy ``_logical_view`` made of ``original`` when the rewrite did not happen."""
+    if src is not original and not src.users:
+        gm.graph.erase_node(src)
+
+
 def _rank4_end_of_rank5_chain(gm: torch.fx.GraphModule, w: torch.fx.Node) -> bool:
     """A view op back to 4 dims or fewer at the end of a view chain through 5 (nn.MultiheadAttention's packed
     projection: ``proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)``, a permute of the 4-D
@@ -302,11 +338,15 @@ def _rank4_end_of_rank5_chain(gm: torch.fx.GraphModule, w: torch.fx.Node) -> boo
         return False
     src = _source(w.args[0])
     sv = val(src)
-    if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4 or not sv.is_contiguous():
+    if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4:
         return False
     with gm.graph.inserting_before(w), fake_mode(sv):
-        y = _as_4d_view(gm, src, wv)
+        found = _logical_view(gm, src, w)
+        if found is None:
+            return False
+        y = _as_4d_view(gm, *found)
         if y is None:
+            _unused(gm, found[0], src)
             return False
         if list(val(y).shape) != list(wv.shape):
             y = emit(gm, aten.view.default, (y, list(wv.shape)))
@@ -339,11 +379,17 @@ def _view_of_rank5_view(gm: torch.fx.GraphModule, w: torch.fx.Node) -> bool:
         return False
     src = _source(w.args[0])
     sv = val(src)
-    if sv is None or sv.dim() > 4 or not sv.is_contiguous() or not wv.is_contiguous() or \
-            wv.numel() != sv.numel() or wv.storage_offset() != sv.storage_offset():
+    if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4:
         return False
     with gm.graph.inserting_before(w), fake_mode(sv):
-        w.replace_all_uses_with(emit(gm, aten.view.default, (src, list(wv.shape))))
+        found = _logical_view(gm, src, w)
+        if found is None:
+            return False
+        c, wv = found
+        if not wv.is_contiguous() or wv.numel() != val(c).numel() or wv.storage_offset() != val(c).storage_offset():
+            _unused(gm, c, src)
+            return False
+        w.replace_all_uses_with(emit(gm, aten.view.default, (c, list(wv.shape))))
     return True
 
 
@@ -365,11 +411,14 @@ def flatten_high_rank_copies(gm: torch.fx.GraphModule) -> int:
             continue  # repeat_kv: the GQA of the SDPA that reads it (or flatten_repeat_kv)
         src = _source(x)
         sv = val(src)
-        if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4 or not sv.is_contiguous():
+        if not isinstance(src, torch.fx.Node) or sv is None or sv.dim() > 4:
             continue
         with gm.graph.inserting_before(w), fake_mode(sv):
-            out = _as_4d_copy(gm, src, xv, list(wv.shape))
+            found = _logical_view(gm, src, x)
+            out = None if found is None else _as_4d_copy(gm, *found, list(wv.shape))
         if out is None:
+            if found is not None:
+                _unused(gm, found[0], src)
             continue
         w.replace_all_uses_with(out)
         count += 1

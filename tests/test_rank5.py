@@ -268,3 +268,51 @@ def test_rank5_views_of_a_chunk_are_slices_of_the_source(split):
     x = randn(2, 4, 9, 192)
     out, ref = megakittens.compile(f)(x), f(x)
     assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
+def test_rank6_einsum_copy_of_a_scaled_permuted_view():
+    """torchvision MaxViT's relative attention: k = (chunk viewed (B, G, P, H, Dh), permuted) * scale keeps the
+    permuted layout in its meta strides, and the einsum copies it through 6 dims. Computed tensors are stored
+    contiguously, so the copy is read from a contiguous alias of the product (rank5._contiguous_source)."""
+    def f(qkv, bias):
+        q, k, v = (t.reshape(2, 4, 16, 2, 32).permute(0, 1, 3, 2, 4) for t in torch.chunk(qkv, 3, dim=-1))
+        k = k * 0.17
+        s = torch.softmax(torch.einsum("bghid,bghjd->bghij", q, k) + bias, dim=-1)
+        o = torch.einsum("bghij,bghjd->bghid", s, v)
+        return o.permute(0, 1, 3, 2, 4).reshape(2, 4, 16, 64)
+
+    x, bias = randn(2, 4, 16, 192), randn(2, 16, 16)
+    out, ref = megakittens.compile(f)(x, bias), f(x, bias)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
+def test_rank6_view_back_to_4d_of_a_permuted_product():
+    """MaxViT's window departition after its grid swap: the residual sum (meta strides permuted by the swap)
+    viewed (B, 1, 1, P, P, C), permuted (0, 5, 1, 3, 2, 4) and viewed (B, C, P, P) without a copy
+    (rank5._rank4_end_of_rank5_chain over rank5._contiguous_source)."""
+    def f(x, y):
+        t = x.view(2, 64, 1, 7, 1, 7).permute(0, 2, 4, 3, 5, 1).reshape(2, 1, 49, 64)  # the partition: a view
+        s = t + y  # (2, 1, 49, 64) laid out as x, (2, 64, 49)
+        z = s.view(2, 1, 1, 7, 7, 64).permute(0, 5, 1, 3, 2, 4).view(2, 64, 7, 7)
+        return torch.nn.functional.gelu(z)
+
+    x, y = randn(2, 64, 7, 7), randn(2, 1, 49, 64)
+    out, ref = megakittens.compile(f)(x, y), f(x, y)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
+
+
+def test_rank6_partitions_after_a_rewritten_view_read_logically():
+    """MaxViT's block departition then grid partition at a map of one window: the first chain's 4-D view is
+    rewritten over a contiguous source, so the next chain's meta strides (eager's layout) no longer describe
+    it; the chains are replayed from their sources instead (rank5._logical_view). Read from the stale meta,
+    the second partition looked like a plain view and came out transposed."""
+    def f(x, y):
+        t = x.view(2, 64, 1, 7, 1, 7).permute(0, 2, 4, 3, 5, 1).reshape(2, 1, 49, 64)
+        s = t + y
+        z = s.view(2, 1, 1, 7, 7, 64).permute(0, 5, 1, 3, 2, 4).view(2, 64, 7, 7)
+        g = z.view(2, 64, 1, 7, 1, 7).permute(0, 2, 4, 3, 5, 1).view(2, 1, 49, 64)
+        return torch.nn.functional.gelu(g) * 2
+
+    x, y = randn(2, 64, 7, 7), randn(2, 1, 49, 64)
+    out, ref = megakittens.compile(f)(x, y), f(x, y)
+    assert out.shape == ref.shape and rel_err(out, ref) <= 1e-2
