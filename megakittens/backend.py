@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import collections.abc
 import copy
 import time
 from typing import Any, Callable, Optional
@@ -22,6 +23,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from megakittens import (_C, artifacts, decompose, eager_attention, fallback, float_ids, fold, fx_export, gather,
                          gemm_padding, loss, masks, rank5, scalars, sdpa_math, views)
+from megakittens import dispatcher as dispatcher_mod
 from megakittens.dispatcher import Dispatcher
 from megakittens.options import Options, work_queue_for
 
@@ -100,9 +102,29 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list, options: Optio
         _print_graph(gm, name, is_backward)
     # dry_run runs the graph as captured: the rewritten one may view what eager cannot (a view of a transpose
     # that the tracer reads as one, megakittens/rank5.py).
+    before = dispatcher_mod.output_sources(gm)
     with unset_fake_temporarily():  # AOTAutograd calls its compiler inside its fake mode: constants stay real
         captured = copy.deepcopy(gm) if options.dry_run else None
         _rewrite(gm, options)
+    run = _compile_rewritten(gm, options, name, is_backward, captured)
+    fresh = dispatcher_mod.fresh_outputs(before, dispatcher_mod.output_sources(gm))
+    return _copying(run, fresh) if fresh and not options.dry_run else run
+
+
+def _copying(run: Callable, fresh: list) -> Callable:
+    """The boxed ``run`` with its outputs at indices ``fresh`` copied (``dispatcher.fresh_outputs``)."""
+    def copying(args: list) -> list:
+        outs = list(run(args))
+        for i in fresh:
+            outs[i] = outs[i].clone()
+        return outs
+    copying._boxed_call = True
+    return copying
+
+
+def _compile_rewritten(gm: torch.fx.GraphModule, options: Options, name: str, is_backward: bool,
+                       captured: Any) -> Callable:
+    """compile_graph after the rewrites: a boxed callable (args list -> outputs)."""
     if options.fallback == "eager":
         return make_boxed_func(_compile_partitioned(gm, options, name, is_backward))
     # Strided inputs arrive as contiguous copies (the dispatcher makes them), so trace them as such.
@@ -331,10 +353,14 @@ def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list, *, mode:
 
     ``options``: the keyword arguments of ``megakittens.compile`` (``Options`` fields), e.g.
     ``{"fallback": "eager", "cluster_size": 1}``. ``mode``: torch.compile's Inductor modes do not apply;
-    any mode raises ValueError. Unknown option names raise ValueError naming them."""
+    any mode raises ValueError. Unknown option names raise ValueError naming them; options that are not a
+    mapping raise TypeError."""
     if mode is not None:
         raise ValueError(f"megakittens: torch.compile mode={mode!r} is an Inductor setting; megakittens takes "
                          "options={...} (the keyword arguments of megakittens.compile) instead")
+    if options is not None and not isinstance(options, collections.abc.Mapping):
+        raise TypeError(f"megakittens: torch.compile's options must be a dict of megakittens.compile keyword "
+                        f"arguments, e.g. {{'fallback': 'eager'}}; got {type(options).__name__} {options!r}")
     fields = set(Options.__dataclass_fields__)
     unknown = sorted(set(options or {}) - fields)
     if unknown:

@@ -345,6 +345,23 @@ def _stack(tensors: Sequence[torch.Tensor], dim: int = 0) -> Any:
     return aten.cat.default([aten.unsqueeze.default(t, dim) for t in tensors], dim)
 
 
+def _fresh(fn: Any) -> Any:
+    """``fn``, a decomposition of an op that returns new tensors in eager, with any output that is an input or a
+    view of one (the identity cases: F.pad by 0, repeat(1, 1), roll by the dim's size, a kernel-1 max pool)
+    copied. Else the compiled graph would return the caller's own storage, and a later in-place op on either
+    would show in the other."""
+    def run(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if out is NotImplemented:
+            return out
+        ins = [t for t in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        return torch.utils._pytree.tree_map_only(
+            torch.Tensor, lambda o: aten.clone.default(o) if any(torch._C._is_alias_of(o, t) for t in ins) else o, out)
+    return run
+
+
+_VIEW_OPS = (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int)  # eager's outputs are views
+
 TABLE = {
     aten.native_layer_norm.default: _layer_norm,
     aten.convolution.default: convolution.convolution,
@@ -386,3 +403,4 @@ TABLE = {
     aten.fill.Tensor: _fill,
     aten.zero.default: lambda x: _fill(x, 0),
 }
+TABLE = {op: fn if op in _VIEW_OPS else _fresh(fn) for op, fn in TABLE.items()}

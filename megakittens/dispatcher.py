@@ -7,6 +7,7 @@ and ``_C.interpret`` (the CPU reference interpreter) executes the instruction st
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from typing import Any
 
@@ -55,6 +56,48 @@ def _expected_strides(gm: Any, n: int) -> list:
         return [None] * n
     return [tuple(v.stride()) if isinstance(v, torch.Tensor) and _dense(v.shape, v.stride()) else None
             for v in vals]
+
+
+def _view_source(n: Any) -> Any:
+    """The node whose storage eager's value of ``n`` shares: up through view ops (an aten op whose schema says
+    its output aliases its input, and ``getitem`` of a split), to a placeholder or the first op that makes
+    a new tensor; ``n`` itself when it is not an FX node."""
+    while isinstance(n, torch.fx.Node) and n.op == "call_function":
+        op = n.args[0].target if n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node) else n.target
+        schema = getattr(op, "_schema", None)
+        if schema is None or not schema.returns or schema.returns[0].alias_info is None or \
+                schema.returns[0].alias_info.is_write:
+            break
+        n = n.args[0].args[0] if op is not n.target else n.args[0]
+    return n
+
+
+_OWNERS = ("placeholder", "get_attr")  # nodes whose storage is the caller's (an argument, a module's tensor)
+
+
+def fresh_outputs(before: list, after: list) -> list:
+    """Indices of the outputs that a rewrite of the graph turned into a view of storage eager does not share
+    with them: ``before`` / ``after`` are ``output_sources`` of the graph as captured and as rewritten
+    (megakittens/fold.py drops a cat's empty operands; an index of all rows is the tensor itself). The
+    caller copies those outputs."""
+    fresh = []
+    for i, (b, a) in enumerate(zip(before, after)):
+        if b is None or a is None:
+            continue
+        if (a.op in _OWNERS and b.op not in _OWNERS) or any(after[j] is a and before[j] is not b for j in range(i)):
+            fresh.append(i)
+    return fresh
+
+
+def output_sources(gm: Any, n: int = -1) -> list:
+    """Per graph output: ``_view_source`` of its FX value (None unless the graph has n outputs; any number for
+    n = -1)."""
+    try:
+        out = next(node for node in gm.graph.nodes if node.op == "output")
+        args = list(out.args[0])
+    except Exception:
+        return [None] * max(n, 0)
+    return [_view_source(a) for a in args] if n < 0 or len(args) == n else [None] * n
 
 
 def _dense(shape: Any, stride: Any) -> bool:
@@ -136,6 +179,12 @@ class Dispatcher:
         self._const_slots = {s for path, s in self._attr_slots if path.split(".")[-1].startswith("_mk_const")}
         self._warned = False
         self._output_strides = _expected_strides(graph_module, len(self.output_slots))
+        # Where eager's outputs share storage: an output that is a view of a graph input returns the caller's
+        # tensor (as eager), but one that eager computes afresh (F.pad by 0, repeat(1, 1), roll by the dim's
+        # size: copies the tracer folds into the input's slot) must not, nor may two outputs of one slot that
+        # eager makes separately.
+        self._output_sources = output_sources(graph_module, len(self.output_slots))
+        self._bound_slots = {s for _, s in self._arg_slots} | {s for _, s in self._attr_slots}
         # Host bytes the CPU interpreter allocates: each non-alias slot plus a 4-byte writer tag per element.
         self._host_bytes = sum(math.prod(m.shape) * (_DTYPES[m.dtype].itemsize + 4)
                                for s, m in enumerate(self.slots) if self._slot_base[s] < 0)
@@ -313,14 +362,20 @@ class Dispatcher:
         """The graph outputs: each its slot's tensor (a returned input is the caller's own tensor, as in
         eager), seen through the output's view when the graph returns one (zero-copy, as_strided)."""
         outs = []
-        for s, view in zip(self.output_slots, self._output_views):
+        owner: dict = {}  # slot -> the eager source of the first output returned from it
+        for i, (s, view) in enumerate(zip(self.output_slots, self._output_views)):
             k = self._arg_of_slot.get(s)
             src = None if k is None else args[k]
-            if src is not None and s not in self._copy_inputs and src.is_contiguous():
+            source = self._output_sources[i]
+            # Eager returns storage of its own where the output is not a view of an input, or not a view of
+            # what an earlier output of this slot is.
+            fresh = source is not None and ((s in self._bound_slots and source.op not in _OWNERS) or
+                                            owner.setdefault(s, source) is not source)
+            if src is not None and s not in self._copy_inputs and src.is_contiguous() and not fresh:
                 t = src
             else:
                 t = tensors[s] if tensors[s].device == device else tensors[s].to(device)
-                if s in self._const_slots and t is tensors[s]:
+                if (s in self._const_slots or fresh) and t is tensors[s]:
                     t = t.clone()
             if view is not None:
                 offset, sizes, strides = view

@@ -374,6 +374,59 @@ def test_returned_views_alias_their_slot():
     assert outs[3].data_ptr() == W[1].data_ptr()  # a view of an input is the caller's memory
 
 
+_IDENTITY_COPIES = {
+    "pad_0": lambda x: torch.nn.functional.pad(x, (0, 0)),
+    "pad_crop": lambda x: torch.nn.functional.pad(x, (-1, 0)),
+    "repeat_1": lambda x: x.repeat(1, 1),
+    "tile_1": lambda x: x.tile(1),
+    "roll_0": lambda x: torch.roll(x, 0, 0),
+    "roll_dim": lambda x: torch.roll(x, 8, 0),
+    "cat_empty": lambda x: torch.cat([x, x[:0]]),
+    "max_pool_1": lambda x: torch.nn.functional.max_pool1d(x, 1),
+    "max_pool2d_1": lambda x: torch.nn.functional.max_pool2d(x.view(1, 8, 4, 4), 1),
+    "index_all_rows": lambda x: x[torch.arange(8)],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_IDENTITY_COPIES))
+def test_identity_copies_return_storage_of_their_own(case):
+    """Ops that copy in eager and are the identity here (F.pad by 0, repeat(1, 1), roll by the dim's size, ...)
+    return a tensor of their own, not the caller's input: an in-place op on the input after them (functionalized
+    into the graph, applied to the input afterwards) must not show in the output, and the output must not
+    write the input."""
+    op = _IDENTITY_COPIES[case]
+
+    def f(x):
+        y = op(x)
+        x.add_(1)
+        return y
+
+    x = randn(8, 16)
+    ref = f(x.clone())
+    xc = x.clone()
+    out = megakittens.compile(f)(xc)
+    assert rel_err(out, ref) <= 1e-2 and torch.equal(xc, (x + 1))
+    assert out.untyped_storage().data_ptr() != xc.untyped_storage().data_ptr()
+
+
+def test_outputs_eager_makes_separately_do_not_share_storage():
+    """Two outputs of one slot (y and an identity copy of it, a parameter and a copy of it) are separate tensors,
+    as in eager; a view of an input stays the caller's memory."""
+    w = torch.nn.Parameter(randn(8, 16), requires_grad=False)
+
+    def f(x):
+        y = x * 2
+        return y, torch.nn.functional.pad(y, (0, 0)), x.t(), torch.nn.functional.pad(w, (0, 0))
+
+    x = randn(8, 16)
+    outs = megakittens.compile(f)(x)
+    for o, r in zip(outs, f(x)):
+        assert rel_err(o, r) <= 1e-2
+    ptrs = [o.untyped_storage().data_ptr() for o in outs]
+    assert ptrs[0] != ptrs[1] and ptrs[3] != w.untyped_storage().data_ptr()
+    assert ptrs[2] == x.untyped_storage().data_ptr()
+
+
 @pytest.mark.parametrize("name,value", [("enable", "no"), ("dry_run", "yes"), ("save_dag", None),
                                         ("global_work_queue", 1), ("global_work_queue", "auto")])
 def test_bool_options_are_type_checked(name, value):
@@ -427,6 +480,9 @@ def test_torch_compile_options():
         torch.compile(relu_add, backend="megakittens", options={"fast": True})(*_ab())
     with pytest.raises(Exception, match="Inductor setting"):
         torch.compile(relu_add, backend="megakittens", mode="max-autotune")(*_ab())
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="options must be a dict.*got str 'fallback'"):
+        torch.compile(relu_add, backend="megakittens", options="fallback")(*_ab())
 
 
 def test_zero_size_tensor_is_a_clear_error():
