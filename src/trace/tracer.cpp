@@ -325,6 +325,9 @@ class Tracer {
   TensorRange apply_view(const FxNode& n, const TensorRange& r, const std::vector<int64_t>& producer) const {
     const OpCall c(g_, n, n.target, view_schema(n.target));
     const TensorRange out = fold_view(c, r, producer);
+    // An empty slice: no instruction reads an empty tile (to_meta's rule for computed tensors).
+    for (int64_t d : out.view_shape)
+      if (d == 0) c.fail("zero-size tensors are not supported, got shape ", dims(out.view_shape));
     // The graph knows the view's shape too: a mismatch is a bug in the folding, not in the graph.
     if (n.outputs.size() == 1 && n.outputs[0] && n.outputs[0]->shape != out.view_shape)
       c.fail("internal: the folded view has shape ", dims(out.view_shape), ", the graph says ",
