@@ -46,6 +46,9 @@ def _without_logging(call: Callable) -> Callable:
 
 
 def _capture(fn: Callable, options: Options) -> Callable:
+    # megakittens.compile of a compiled function compiles the original with the new options (Dynamo cannot
+    # wrap its own wrapper twice).
+    fn = getattr(fn, "_megakittens_original", fn)
     aot = _backend(options, _qualname(fn))
     optimize = getattr(torch._dynamo, "optimize", None)
     if optimize is None:  # a torch without the seed's entry point
@@ -63,7 +66,9 @@ def _capture(fn: Callable, options: Options) -> Callable:
     if isinstance(compiled, torch.nn.Module):  # an OptimizedModule: keep the module, wrap its forward
         compiled.forward = _without_logging(compiled.forward)
         return compiled
-    return _without_logging(compiled)
+    run = _without_logging(compiled)
+    run._megakittens_original = fn
+    return run
 
 
 def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool = False, verbose: bool = False,

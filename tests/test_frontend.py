@@ -499,6 +499,18 @@ def test_zero_size_tensor_is_a_clear_error():
         megakittens.compile(torch.relu)(randn(0, 8))
 
 
+def test_compiling_a_compiled_function_again():
+    """megakittens.compile of a megakittens.compile'd function compiles the original with the outer options
+    (Dynamo's own wrapper cannot be wrapped again: it raised an AssertionError)."""
+    def f(x):
+        return torch.relu(x) + 1
+
+    x = randn(8, 16)
+    g = megakittens.compile(megakittens.compile(f), fuse=False)
+    assert torch.equal(g(x), f(x))
+    assert mk_backend.dispatchers[-1].options.fuse is False
+
+
 def test_empty_slice_is_a_clear_error():
     """An empty slice beside other outputs names the slice and its shape (it used to be the DAG's "range
     outside tensor"); fallback="eager" returns it as eager does."""
