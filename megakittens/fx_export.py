@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
-from torch.fx.experimental.symbolic_shapes import is_concrete_int
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, is_concrete_int
 
 NodeTuple = tuple  # (name, op, target, args, kwargs, outputs, multi_output)
 
@@ -36,6 +36,11 @@ def _static(dims: Any, node: torch.fx.Node) -> tuple:
     for d in dims:
         if not is_concrete_int(d):
             from megakittens import _C
+            if free_unbacked_symbols(d):  # a size only the data decides (x[mask], nonzero, unique)
+                raise _C.CompileError(
+                    f"node '{node.name}' ({target_name(node)}): its shape depends on the values of its input "
+                    f"(size {d} in {list(dims)}), and a megakernel's tensors have static shapes; compute with a "
+                    f"fixed shape instead (torch.where(mask, x, 0) rather than x[mask])")
             raise _C.CompileError(
                 f"node '{node.name}' ({target_name(node)}): megakittens compiles static shapes only, got the "
                 f"symbolic size {d} in {list(dims)}; use megakittens.compile, or torch.compile(..., dynamic=False)")

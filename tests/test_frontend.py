@@ -511,6 +511,13 @@ def test_compiling_a_compiled_function_again():
     assert mk_backend.dispatchers[-1].options.fuse is False
 
 
+def test_data_dependent_shape_is_a_clear_error():
+    """x[mask]: a size only the values decide (an unbacked symbol) is named as such, with the fixed-shape way
+    out, not as a dynamic shape that dynamic=False would fix."""
+    with pytest.raises(Exception, match="depends on the values of its input.*torch.where"):
+        megakittens.compile(lambda x: x[x > 0] * 2)(randn(8, 16))
+
+
 def test_empty_slice_is_a_clear_error():
     """An empty slice beside other outputs names the slice and its shape (it used to be the DAG's "range
     outside tensor"); fallback="eager" returns it as eager does."""
