@@ -323,7 +323,7 @@ def make_backend(options: Options, name: str) -> Any:
     ``make_aot_backend``'s AOTAutograd."""
     aot = make_aot_backend(options, name)
 
-    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    def compile_captured(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         training = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
         sdpa_math.sdpa_compatible(gm, math=options.fallback is None)  # 3-D operands, Dv != Dq
@@ -346,8 +346,46 @@ def make_backend(options: Options, name: str) -> Any:
             raise _C.CompileError(_with_input_sources(str(e), g, gm)) from None
         return lambda *args: compiled(list(args))
 
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        return _eager_layouts(compile_captured(gm, example_inputs), gm)
+
     backend.__name__ = "megakittens"  # Dynamo names the backend by it in BackendCompilerFailed ("compiler_fn")
     return backend
+
+
+def _eager_layouts(run: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """``run`` (Dynamo's compiled graph) with each output in the layout eager gives it, read from Dynamo's
+    example values of ``gm``'s outputs (the real ops' meta kernels): a decomposition may lay a result out
+    otherwise (convolution.py returns NCHW where a channels_last input gives channels_last). Which outputs
+    differ is settled at the first call; those are copied into eager's strides at every call."""
+    try:
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        vals = [a.meta.get("example_value") if isinstance(a, torch.fx.Node) else None
+                for a in torch.utils._pytree.tree_leaves(out.args[0])]
+    except StopIteration:
+        return run
+    want = [v.stride() if isinstance(v, torch.Tensor) and dispatcher_mod._dense(v.shape, v.stride()) else None
+            for v in vals]
+    if not any(w is not None for w in want):
+        return run
+    differ: Optional[list] = None
+
+    def call(*args: Any) -> Any:
+        nonlocal differ
+        outs = run(*args)
+        if differ is None:
+            differ = [] if len(outs) != len(want) else [
+                i for i, (o, w) in enumerate(zip(outs, want)) if w is not None and isinstance(o, torch.Tensor) and
+                o.dim() == len(w) and not dispatcher_mod._same_layout(o, tuple(w))]
+        if not differ:
+            return outs
+        fixed = list(outs)
+        for i in differ:
+            r = torch.empty_strided(fixed[i].shape, want[i], dtype=fixed[i].dtype, device=fixed[i].device)
+            r.copy_(fixed[i])
+            fixed[i] = r
+        return type(outs)(fixed) if isinstance(outs, tuple) else fixed
+    return call
 
 
 def megakittens_backend(gm: torch.fx.GraphModule, example_inputs: list, *, mode: Optional[str] = None,

@@ -9,7 +9,7 @@ import torch
 import megakittens
 import megakittens.backend as mk_backend
 from megakittens.options import work_queue_for
-from common import check_close, mlp, mlp_inputs, randn, rel_err
+from common import BF16, check_close, mlp, mlp_inputs, randn, rel_err
 
 
 def relu_add(a, b):
@@ -509,6 +509,22 @@ def test_compiling_a_compiled_function_again():
     g = megakittens.compile(megakittens.compile(f), fuse=False)
     assert torch.equal(g(x), f(x))
     assert mk_backend.dispatchers[-1].options.fuse is False
+
+
+@pytest.mark.parametrize("case", ["conv", "max_pool", "softmax_dim1", "group_norm"])
+def test_channels_last_outputs_keep_eager_layout(case):
+    """Outputs come back in eager's layout even where a decomposition lays the result out otherwise (a
+    convolution of a channels_last input is channels_last in eager, NCHW in convolution.py; a softmax over the
+    channels of one is contiguous in eager): user code after the call may view them (backend._eager_layouts)."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(8, 16, 3, padding=1).to(BF16)
+    fn = {"conv": conv, "max_pool": lambda x: torch.nn.functional.max_pool2d(x, 2) + 1,
+          "softmax_dim1": lambda x: x.softmax(1),
+          "group_norm": lambda x: torch.nn.functional.group_norm(x, 2)}[case]
+    x = randn(2, 8, 8, 8).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        ref, out = fn(x), megakittens.compile(fn)(x)
+    assert out.stride() == ref.stride() and rel_err(out, ref) <= 1e-2
 
 
 def test_data_dependent_shape_is_a_clear_error():
