@@ -381,9 +381,7 @@ def _eager_layouts(run: Callable, gm: torch.fx.GraphModule) -> Callable:
             return outs
         fixed = list(outs)
         for i in differ:
-            r = torch.empty_strided(fixed[i].shape, want[i], dtype=fixed[i].dtype, device=fixed[i].device)
-            r.copy_(fixed[i])
-            fixed[i] = r
+            fixed[i] = dispatcher_mod.restrided(fixed[i], want[i])
         return type(outs)(fixed) if isinstance(outs, tuple) else fixed
     return call
 

@@ -100,6 +100,13 @@ def output_sources(gm: Any, n: int = -1) -> list:
     return [_view_source(a) for a in args] if n < 0 or len(args) == n else [None] * n
 
 
+def restrided(t: torch.Tensor, stride: tuple) -> torch.Tensor:
+    """A copy of ``t`` laid out with ``stride`` (eager's layout of an output)."""
+    r = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    r.copy_(t)
+    return r
+
+
 def _dense(shape: Any, stride: Any) -> bool:
     """Whether the strides lay the elements out densely, without overlap (some permutation of a
     contiguous layout): ordered by stride, each dim of size > 1 steps over all the faster ones."""
@@ -183,8 +190,13 @@ class Dispatcher:
         # tensor (as eager), but one that eager computes afresh (F.pad by 0, repeat(1, 1), roll by the dim's
         # size: copies the tracer folds into the input's slot) must not, nor may two outputs of one slot that
         # eager makes separately.
-        self._output_sources = output_sources(graph_module, len(self.output_slots))
-        self._bound_slots = {s for _, s in self._arg_slots} | {s for _, s in self._attr_slots}
+        bound = {s for _, s in self._arg_slots} | {s for _, s in self._attr_slots}
+        owner: dict = {}  # slot -> the eager source of the first output returned from it
+        self._fresh_outputs = set()  # output indices that get a copy of their slot
+        for i, (s, source) in enumerate(zip(self.output_slots, output_sources(graph_module, len(self.output_slots)))):
+            if source is not None and ((s in bound and source.op not in _OWNERS) or
+                                       owner.setdefault(s, source) is not source):
+                self._fresh_outputs.add(i)
         # Host bytes the CPU interpreter allocates: each non-alias slot plus a 4-byte writer tag per element.
         self._host_bytes = sum(math.prod(m.shape) * (_DTYPES[m.dtype].itemsize + 4)
                                for s, m in enumerate(self.slots) if self._slot_base[s] < 0)
@@ -362,15 +374,10 @@ class Dispatcher:
         """The graph outputs: each its slot's tensor (a returned input is the caller's own tensor, as in
         eager), seen through the output's view when the graph returns one (zero-copy, as_strided)."""
         outs = []
-        owner: dict = {}  # slot -> the eager source of the first output returned from it
         for i, (s, view) in enumerate(zip(self.output_slots, self._output_views)):
             k = self._arg_of_slot.get(s)
             src = None if k is None else args[k]
-            source = self._output_sources[i]
-            # Eager returns storage of its own where the output is not a view of an input, or not a view of
-            # what an earlier output of this slot is.
-            fresh = source is not None and ((s in self._bound_slots and source.op not in _OWNERS) or
-                                            owner.setdefault(s, source) is not source)
+            fresh = i in self._fresh_outputs
             if src is not None and s not in self._copy_inputs and src.is_contiguous() and not fresh:
                 t = src
             else:
@@ -384,9 +391,7 @@ class Dispatcher:
             if want is not None and t is not src and not _same_layout(t, want):
                 # Eager would return this layout (e.g. x * 2 on a transposed x keeps x's strides), and code
                 # after the graph (the eager ops of fallback="eager", or the caller's .view) relies on it.
-                r = torch.empty_strided(t.shape, want, dtype=t.dtype, device=t.device)
-                r.copy_(t)
-                t = r
+                t = restrided(t, want)
             outs.append(t)
         return outs
 

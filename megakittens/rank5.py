@@ -302,11 +302,9 @@ def _logical_view(gm: torch.fx.GraphModule, src: torch.fx.Node, x: torch.fx.Node
     while x is not src:
         chain.append(x)
         x = x.args[0].args[0] if call(x, operator.getitem) else x.args[0]
-    sv = val(src)
-    copied = not sv.is_contiguous()
-    if copied:
-        src = emit(gm, aten.clone.default, (src,), {"memory_format": torch.contiguous_format})
-    t = val(src)
+    c = src if val(src).is_contiguous() else \
+        emit(gm, aten.clone.default, (src,), {"memory_format": torch.contiguous_format})
+    t = val(c)
     try:
         for n in reversed(chain):
             if call(n, operator.getitem):
@@ -314,10 +312,9 @@ def _logical_view(gm: torch.fx.GraphModule, src: torch.fx.Node, x: torch.fx.Node
             else:
                 t = n.target(t, *n.args[1:], **n.kwargs)
     except RuntimeError:
-        t = None
-    if t is None and copied:
-        gm.graph.erase_node(src)
-    return None if t is None else (src, t)
+        _unused(gm, c, src)
+        return None
+    return c, t
 
 
 def _unused(gm: torch.fx.GraphModule, src: torch.fx.Node, original: torch.fx.Node) -> None:
