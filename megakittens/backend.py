@@ -13,6 +13,7 @@ import collections
 import collections.abc
 import copy
 import time
+import weakref
 from typing import Any, Callable, Optional
 
 import torch
@@ -35,12 +36,18 @@ compiled_count = 0  # Dispatchers built so far in this process
 captures: "collections.Counter[str]" = collections.Counter()
 # fallback="eager": how the most recent graphs were split (fallback.Partitioning), oldest first.
 partitionings: "collections.deque[fallback.Partitioning]" = collections.deque(maxlen=32)
+# Every Dispatcher still alive (a compiled graph may outlive Dynamo's reset: AOTAutograd's autograd.Function
+# of a training graph keeps its forward), so that _release can drop their _C objects.
+_live: "weakref.WeakSet[Dispatcher]" = weakref.WeakSet()
 
 
 @atexit.register
 def _release() -> None:
     # Drop the _C objects before the extension is torn down (nanobind reports objects alive at exit).
     dispatchers.clear()
+    partitionings.clear()
+    for d in list(_live):
+        d.close()
     try:
         torch._dynamo.reset()
     except RuntimeError:  # at interpreter shutdown reset() may need imports that can no longer happen
@@ -179,6 +186,7 @@ def _compile_program(gm: torch.fx.GraphModule, graph: Any, options: Options, nam
     dispatcher = Dispatcher(program, dag, gm, options)
     global compiled_count
     dispatchers.append(dispatcher)
+    _live.add(dispatcher)
     compiled_count += 1
     if options.verbose:
         _log("dispatcher ready")

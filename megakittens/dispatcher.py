@@ -154,6 +154,11 @@ class Dispatcher:
 
     keep_slot_tensors = False
 
+    def close(self) -> None:
+        """Drop every attribute, the _C program, DAG and launcher among them (megakittens.backend calls it at
+        exit, before the extension is torn down); the Dispatcher cannot be called afterwards."""
+        vars(self).clear()
+
     def __init__(self, program: Any, dag: Any, graph_module: torch.fx.GraphModule, options: Options):
         self.program = program
         self.dag = dag
