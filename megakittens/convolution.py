@@ -160,9 +160,9 @@ def convolution(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tens
                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
                 groups: int) -> Any:
     nd = weight.dim() - 2
-    # The matrix product takes bf16 (Gemm): other dtypes keep the op, whose error names this rule.
-    if nd not in (1, 2) or x.dim() != nd + 2 or transposed or x.dtype != torch.bfloat16 or \
-            weight.dtype != torch.bfloat16 or not isinstance(padding, (list, tuple)):
+    # The matrix product takes bf16 or fp16 (Gemm): other dtypes keep the op, whose error names this rule.
+    if nd not in (1, 2) or x.dim() != nd + 2 or transposed or x.dtype not in (torch.bfloat16, torch.float16) or \
+            weight.dtype != x.dtype or not isinstance(padding, (list, tuple)):
         return NotImplemented
     # A one-element list stands for every dim (aten passes padding="valid" as [0]).
     stride, padding, dilation = ([v[0]] * nd if len(v) == 1 else list(v) for v in (stride, padding, dilation))

@@ -28,9 +28,10 @@ aten = torch.ops.aten
 
 
 def _unaligned(a: Optional[torch.Tensor], b: Optional[torch.Tensor], outer_ok: bool = True) -> bool:
-    """Whether a bf16 ``a (.., M, K) @ b (.., K, N)`` has K or N off TMA's 16-byte rows. ``outer_ok``: K = 1 (an
+    """Whether a bf16 / fp16 ``a (.., M, K) @ b (.., K, N)`` has K or N off TMA's 16-byte rows. ``outer_ok``: K = 1 (an
     outer product) is left alone, as the tracer makes mm / bmm of it a broadcast multiply (no Gemm)."""
-    return a is not None and b is not None and a.dim() == b.dim() and a.dtype == b.dtype == torch.bfloat16 \
+    return a is not None and b is not None and a.dim() == b.dim() and a.dtype == b.dtype \
+        and a.dtype in (torch.bfloat16, torch.float16) \
         and not (outer_ok and a.shape[-1] == 1) and (a.shape[-1] % 8 != 0 or b.shape[-1] % 8 != 0)
 
 
@@ -59,7 +60,7 @@ def _padded(node: torch.fx.Node):
     if call(node, aten.addmm.default, aten.baddbmm.default) and not node.kwargs and len(node.args) == 3 and \
             _unaligned(val(node.args[1]), val(node.args[2]), outer_ok=False):
         bias = val(node.args[0])
-        if bias is not None and bias.dtype == torch.bfloat16:
+        if bias is not None and bias.dtype == val(node.args[1]).dtype:
             return (_addmm if node.target is aten.addmm.default else _baddbmm), list(node.args)
     return None
 

@@ -517,10 +517,10 @@ _BIG = 2.0 ** 100  # applied twice: (f - 1) 2^200 is -inf for f = 0 and 0 for f 
 
 def _attention_mask(node: torch.fx.Node, mask: torch.fx.Node, qv: torch.Tensor, kv: torch.Tensor,
                     conv: _BoolAsFloat, done: dict) -> bool:
-    """Give the SDPA ``node`` Attention's mask in place of ``mask``: additive, bfloat16, 4-D, each of (B, H, Sq,
+    """Give the SDPA ``node`` Attention's mask in place of ``mask``: additive, of the query's dtype, 4-D, each of (B, H, Sq,
     Sk) or 1 but Sk ([Note: attention mask], src/itypes/attention.h). A boolean mask
     (or PyTorch's float form of one) becomes 0 where a key is kept and -inf where it is dropped; a float mask
-    is cast to bfloat16 (the dtype SDPA wants of a bf16 query's mask anyway). False (node unchanged) when the
+    is cast to the query's dtype (bfloat16 or float16: what SDPA wants of the mask anyway). False (node unchanged) when the
     mask is neither. ``conv`` and ``done`` ((converted mask, kind) -> Attention's mask) are shared by the SDPA
     calls of one graph: a model's layers mask alike, and a conversion made for an earlier call precedes the
     later ones."""
@@ -544,8 +544,9 @@ def _attention_mask(node: torch.fx.Node, mask: torch.fx.Node, qv: torch.Tensor, 
     else:
         key = (add, kind)
         add = _additive(conv, add, kind)  # f: 1 where kept ("keep") or dropped ("drop")
-        if add.meta["val"].dtype != torch.bfloat16:
-            add = conv._emit(aten._to_copy.default, (add,), {"dtype": torch.bfloat16})
+        want = qv.dtype if qv.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+        if add.meta["val"].dtype != want:
+            add = conv._emit(aten._to_copy.default, (add,), {"dtype": want})
         if tuple(add.meta["val"].shape) != shape4:
             add = conv._emit(aten.view.default, (add, list(shape4)))
         done[key] = add

@@ -1,13 +1,14 @@
-// Pieces shared by the wgmma ITypes (Gemm, Attention): 64 x 64 bf16 TMA boxes with 128-byte swizzle
+// Pieces shared by the wgmma ITypes (Gemm, Attention): 64 x 64 16-bit TMA boxes with 128-byte swizzle
 // ([Note: wgmma descriptors] in mk/itypes/gemm.cuh), the consumers' mbarrier wait in front of wgmma and
 // the swizzled address of an epilogue element pair.
 #pragma once
+#include "mk/half.cuh"
 #include "mk/vm.cuh"
 #include "mk/wgmma.cuh"
 
 namespace mk {
 
-constexpr int kBox = 64, kBoxBytes = kBox * kBox * 2;  // one 64x64 bf16 TMA box: 8 KB, 128-byte rows
+constexpr int kBox = 64, kBoxBytes = kBox * kBox * 2;  // one 64x64 bf16 / fp16 TMA box: 8 KB, 128-byte rows
 
 // Consumer wait while wgmma may be in flight: every lane polls the mbarrier itself and the watchdog is
 // inlined, because a lane-0 branch or a function call in front of the wgmma makes ptxas serialize them

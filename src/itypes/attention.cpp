@@ -40,8 +40,8 @@ bool is_bshd(const TensorRange& r, const Coord4& backing) {
 
 }  // namespace
 
-Attention::Attention(bool causal, double scale, unsigned bshd, bool masked)
-    : causal_(causal), scale_(scale), bshd_(bshd), masked_(masked) {
+Attention::Attention(bool causal, double scale, unsigned bshd, bool masked, bool f16)
+    : causal_(causal), scale_(scale), bshd_(bshd), masked_(masked), f16_(f16) {
   if (!(scale > 0) || !std::isfinite(scale)) fail("Attention: scale must be a finite value > 0, got ", scale);
   if (bshd > 15) fail("Attention: bshd mask must be in 0..15, got ", bshd);
 }
@@ -56,6 +56,7 @@ std::string Attention::params() const {
       if (bshd_ & (1u << i)) s += "qkvo"[i];
   }
   if (masked_) s += ",mask=add";
+  if (f16_) s += ",f16";
   return s;
 }
 
@@ -93,7 +94,7 @@ void Attention::validate(const NodeInfo& n) const {
   const char* names[3] = {"q", "k", "v"};
   for (int i = 0; i < 3; ++i) {
     const Operand& op = n.inputs[i];
-    require_dtype(n, names[i], op.dtype(), DType::bf16);
+    require_dtype(n, names[i], op.dtype(), half_dtype(f16_));
     require_rank(n, names[i], op.shape(), 4, 4);
     const Coord4 bp = op.backing.padded();
     const bool ok = (bshd_ & (1u << i)) ? is_bshd(op.range, bp) : op.range.is_full(bp);
@@ -104,7 +105,7 @@ void Attention::validate(const NodeInfo& n) const {
            op.range.str(), " of ", op.backing.str());
   }
   const auto& o = n.outputs[0];
-  require_dtype(n, "output o", o.dtype, DType::bf16);
+  require_dtype(n, "output o", o.dtype, half_dtype(f16_));
   const auto &q = n.inputs[0].shape(), &k = n.inputs[1].shape(), &v = n.inputs[2].shape();
   if (q[3] != 64 && q[3] != 128)
     fail("node '", n.name, "' (", n.target, "): head dim D must be 64 or 128, got D=", q[3],
@@ -124,7 +125,7 @@ void Attention::validate(const NodeInfo& n) const {
          (bshd_ & kBshdO) ? " ((B, S, H, D) of q's (B, H, S, D): flag bshd=o)" : " (q's shape)");
   if (!masked_) return;
   const Operand& m = n.inputs[3];
-  require_dtype(n, "attn_mask", m.dtype(), DType::bf16);
+  require_dtype(n, "attn_mask", m.dtype(), half_dtype(f16_));
   const std::vector<int64_t> mwant{q[0], q[1], q[2], k[2]};
   bool fits = m.shape().size() == 4 && m.shape()[3] == k[2];
   for (int i = 0; i < 3 && fits; ++i) fits = m.shape()[i] == mwant[i] || m.shape()[i] == 1;

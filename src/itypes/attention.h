@@ -1,5 +1,5 @@
 // Attention: SDPA forward on BHSD views (seed §14), causal (top-left aligned, as SDPA) or full,
-// any scale, GQA, and optionally an additive bf16 mask (input 3, SDPA's float attn_mask; boolean masks
+// any scale, GQA, bf16 or (f16) fp16 operands, and optionally an additive mask of their dtype (input 3, SDPA's float attn_mask; boolean masks
 // reach it as 0 / -inf, megakittens/sdpa_math.py). Layout and indices: docs/itypes.md; device body: kernels/mk/itypes/attention.cuh.
 #pragma once
 #include "itypes/itype.h"
@@ -14,18 +14,20 @@ class Attention final : public IType {
   // (src/trace/fuse_attention_output.h).
   static constexpr unsigned kBshdQ = 1, kBshdK = 2, kBshdV = 4, kBshdO = 8;
 
-  // scale > 0 (the resolver fills 1/sqrt(D)); masked: input 3 is an additive mask ([Note: attention mask]).
-  Attention(bool causal, double scale, unsigned bshd = 0, bool masked = false);
+  // scale > 0 (the resolver fills 1/sqrt(D)); masked: input 3 is an additive mask ([Note: attention mask]);
+  // f16: q, k, v, o (and the mask) are float16, else bfloat16.
+  Attention(bool causal, double scale, unsigned bshd = 0, bool masked = false, bool f16 = false);
   std::string name() const override { return "Attention"; }
   // "causal=1,scale=0.0883883476", plus ",bshd=qkvo" (the operands stored as (B, S, H, D)) when any and
-  // ",mask=add" when masked.
+  // ",mask=add" when masked, ",f16" for float16 operands.
   std::string params() const override;
   // The same Attention with another bshd mask (the fusion passes that fold q / k / v / o views).
   std::shared_ptr<const Attention> with_bshd(unsigned bshd) const {
-    return std::make_shared<Attention>(causal_, scale_, bshd, masked_);
+    return std::make_shared<Attention>(causal_, scale_, bshd, masked_, f16_);
   }
   bool causal() const { return causal_; }
   bool masked() const { return masked_; }
+  bool f16() const { return f16_; }
   double scale() const { return scale_; }
   unsigned bshd() const { return bshd_; }
   // The bshd mask of the folded q, k, v views (a (B, S, H, D) backing seen through transpose(1, 2));
@@ -50,6 +52,7 @@ class Attention final : public IType {
   double scale_;
   unsigned bshd_;
   bool masked_;
+  bool f16_;
 };
 
 }  // namespace mk

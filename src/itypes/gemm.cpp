@@ -64,6 +64,7 @@ std::string Gemm::params() const {
     std::snprintf(buf, sizeof buf, "rms_scale=%.9g", *flags_.rms_scale);
     add(buf);
   }
+  if (flags_.f16) add("f16");
   return p;
 }
 
@@ -78,9 +79,10 @@ bool Gemm::is_transposed(const TensorRange& r) {
   return swapped && !straight;
 }
 
-Gemm::Flags Gemm::flags_for(const std::vector<TensorRange>& in, bool swiglu) {
+Gemm::Flags Gemm::flags_for(const std::vector<TensorRange>& in, bool swiglu, bool f16) {
   Flags f;
   f.swiglu = swiglu;
+  f.f16 = f16;
   if (in.size() > 0) f.transpose_a = is_transposed(in[0]);
   if (in.size() > 1) f.transpose_b = is_transposed(in[1]);
   if (in.size() > 2 && !swiglu) f.bias = in[2].view_padded()[2] == 1 ? Bias::row : Bias::full;
@@ -148,7 +150,7 @@ void Gemm::validate_rope(const NodeInfo& n) const {
   for (int t = 0; t < 2; ++t) {
     const Operand& c = n.inputs[k + t];
     const char* what = t == 0 ? "rope cos table" : "rope sin table";
-    require_dtype(n, what, c.dtype(), DType::bf16);
+    require_dtype(n, what, c.dtype(), half_dtype(flags_.f16));
     const int64_t T = c.backing.numel() / D;
     if (!c.range.is_full(c.backing.padded()) || c.backing.shape.back() != D || T < 1 || dv[2] % T != 0)
       fail("node '", n.name, "' (", n.target, "): the ", what, " must be a whole tensor of T rows of D=", D,
@@ -162,6 +164,8 @@ void Gemm::validate_rope(const NodeInfo& n) const {
 // [Note: gemm rms fold] kernels/mk/itypes/gemm.cuh.
 void Gemm::validate_rms(const NodeInfo& n) const {
   if (!flags_.rms_out && !flags_.rms_scale) return;
+  if (flags_.f16)
+    fail("node '", n.name, "' (", n.target, "): the rms_out / rms_scale epilogue is bfloat16 only (flags ", params(), ")");
   if (flags_.rms_out && flags_.rms_scale)
     fail("node '", n.name, "' (", n.target, "): 'rms_out' and 'rms_scale' do not go together (flags ", params(), ")");
   const auto& out = n.outputs[0];
@@ -220,9 +224,10 @@ void Gemm::validate(const NodeInfo& n) const {
          "), got ", n.outputs.size());
   const Operand &a = n.inputs[0], &b = n.inputs[1];
   const auto& out = n.outputs[0];
-  require_dtype(n, "input A", a.dtype(), DType::bf16);
-  require_dtype(n, "input B", b.dtype(), DType::bf16);
-  require_dtype(n, "output D", out.dtype, DType::bf16);
+  const DType dt = half_dtype(flags_.f16);
+  require_dtype(n, "input A", a.dtype(), dt);
+  require_dtype(n, "input B", b.dtype(), dt);
+  require_dtype(n, "output D", out.dtype, dt);
   require_rank(n, "input A", a.shape(), 2, 4);
   require_rank(n, "input B", b.shape(), 2, 4);
   require_rank(n, "output D", out.shape, 2, 4);
@@ -250,7 +255,7 @@ void Gemm::validate(const NodeInfo& n) const {
   if (flags_.swiglu) {
     // B2 is loaded with B's tile coordinates on its own backing: same dtype, backing shape and view.
     const Operand& b2 = n.inputs[2];
-    require_dtype(n, "input B2", b2.dtype(), DType::bf16);
+    require_dtype(n, "input B2", b2.dtype(), dt);
     if (b2.shape() != b.shape())
       fail("node '", n.name, "' (", n.target, "): input B2 ", shape_str(b2.shape()), " must have input B's shape ",
            shape_str(b.shape()), " for the 'swiglu' flag");
@@ -268,7 +273,7 @@ void Gemm::validate(const NodeInfo& n) const {
 
   const Operand& c = n.inputs[2];
   const bool row = flags_.bias == Bias::row;
-  require_dtype(n, "bias", c.dtype(), DType::bf16);
+  require_dtype(n, "bias", c.dtype(), dt);
   require_rank(n, "bias", c.shape(), 1, 4);
   const Coord4 cv = c.padded(), dv = out.padded();
   bool ok = cv[3] == N && cv[2] == (row ? 1 : M);

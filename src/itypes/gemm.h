@@ -1,4 +1,4 @@
-// Gemm: D = A @ B (+ bias), bf16 in, fp32 accumulate, bf16 out (seed §13). Tiling, tile order, flags
+// Gemm: D = A @ B (+ bias), bf16 (or fp16: flag f16) in, fp32 accumulate, the same 16-bit type out (seed §13). Tiling, tile order, flags
 // and index layout: docs/itypes.md.
 #pragma once
 #include <optional>
@@ -38,6 +38,7 @@ class Gemm final : public IType {
     int rope = 0;
     bool rms_out = false;
     std::optional<double> rms_scale;
+    bool f16 = false;  // operands, bias, tables and D are float16 instead of bfloat16
     bool operator==(const Flags&) const = default;
   };
 
@@ -47,7 +48,7 @@ class Gemm final : public IType {
 
   std::string name() const override { return "Gemm"; }
   // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu", "act=<op>", "rope=<D>", "rms_out",
-  // "rms_scale=<eps>"; "" for plain A @ B.
+  // "rms_scale=<eps>", "f16"; "" for plain A @ B.
   std::string params() const override;
   void validate(const NodeInfo&) const override;
   // Batch dims straight, the last two straight or (A, B, swiglu's B2) swapped; no broadcast (require_gemm_view).
@@ -77,7 +78,7 @@ class Gemm final : public IType {
   static bool is_transposed(const TensorRange&);
   // The flags for operand views A, B (and bias, when present), as the tracer binds them; swiglu: the
   // third view is B2, not a bias.
-  static Flags flags_for(const std::vector<TensorRange>& inputs, bool swiglu = false);
+  static Flags flags_for(const std::vector<TensorRange>& inputs, bool swiglu = false, bool f16 = false);
 
  private:
   void validate_rope(const NodeInfo&) const;

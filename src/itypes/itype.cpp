@@ -38,10 +38,10 @@ void require_rank(const NodeInfo& n, const char* what, const std::vector<int64_t
 
 void require_dtype(const NodeInfo& n, const char* what, DType got, DType want) {
   if (got == want) return;
-  // A float model where the tensor-core ITypes take bf16 only: say what a user can do about it.
-  const char* hint = want == DType::bf16 && is_float(got)
-                         ? " (cast the model and its inputs with .to(torch.bfloat16), or compile with "
-                           "fallback=\"eager\" to run this op in PyTorch)"
+  // A float32 model where the tensor-core ITypes take 16-bit floats: say what a user can do about it.
+  const char* hint = (want == DType::bf16 || want == DType::f16) && got == DType::f32
+                         ? " (cast the model and its inputs with .to(torch.bfloat16) or .to(torch.float16), or "
+                           "compile with fallback=\"eager\" to run this op in PyTorch)"
                          : "";
   fail("node '", n.name, "' (", n.target, "): ", what, " must be ", dtype_name(want), ", got ", dtype_name(got), hint);
 }

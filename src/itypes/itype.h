@@ -111,6 +111,8 @@ void require_rank(const NodeInfo&, const char* what, const std::vector<int64_t>&
 void require_dtype(const NodeInfo&, const char* what, DType got, DType want);
 // A floating-point dtype (bfloat16, float16, float32): what the fp32 reference math loads and stores.
 bool is_float(DType);
+// The 16-bit float type of a tensor-core IType's operands: float16 when its f16 parameter is set, else bfloat16.
+inline DType half_dtype(bool f16) { return f16 ? DType::f16 : DType::bf16; }
 void require_float(const NodeInfo&, const char* what, DType got);
 // The view rule of require_tile_view, and no broadcast dims: what reads_view() of the tile-addressed
 // ITypes accepts.

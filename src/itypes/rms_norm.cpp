@@ -7,12 +7,12 @@
 
 namespace mk {
 
-RMSNorm::RMSNorm(double eps, bool has_weight) : eps_(eps), has_weight_(has_weight) {}
+RMSNorm::RMSNorm(double eps, bool has_weight, bool f16) : eps_(eps), has_weight_(has_weight), f16_(f16) {}
 
 std::string RMSNorm::params() const {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", eps_);
-  return std::string("eps=") + buf + (has_weight_ ? "" : ",no_weight");
+  return std::string("eps=") + buf + (has_weight_ ? "" : ",no_weight") + (f16_ ? ",f16" : "");
 }
 
 int64_t RMSNorm::rows_per_instruction(int64_t cols, int64_t total_rows, const Profile& p) {
@@ -29,8 +29,8 @@ void RMSNorm::validate(const NodeInfo& n) const {
     fail("node '", n.name, "' (", n.target, "): expects 1 output, got ", n.outputs.size());
   const Operand& x = n.inputs[0];
   const auto& y = n.outputs[0];
-  require_dtype(n, "input x", x.dtype(), DType::bf16);
-  require_dtype(n, "output", y.dtype, DType::bf16);
+  require_dtype(n, "input x", x.dtype(), half_dtype(f16_));
+  require_dtype(n, "output", y.dtype, half_dtype(f16_));
   require_rank(n, "input x", x.shape(), 1, 4);
   if (x.shape() != y.shape)
     fail("node '", n.name, "' (", n.target, "): input x shape ", shape_str(x.shape()),
@@ -42,7 +42,7 @@ void RMSNorm::validate(const NodeInfo& n) const {
          " bytes), got C=", C);
   if (has_weight_) {
     const Operand& w = n.inputs[1];
-    require_dtype(n, "weight", w.dtype(), DType::bf16);
+    require_dtype(n, "weight", w.dtype(), half_dtype(f16_));
     if (w.shape() != std::vector<int64_t>{C})
       fail("node '", n.name, "' (", n.target, "): weight shape must be [", C, "] (C of x), got ",
            shape_str(w.shape()));

@@ -6,12 +6,14 @@ namespace mk {
 
 class RMSNorm final : public IType {
  public:
-  // y = x * rsqrt(mean(x^2, -1) + eps) * weight; has_weight=false drops the weight input.
-  explicit RMSNorm(double eps, bool has_weight = true);
+  // y = x * rsqrt(mean(x^2, -1) + eps) * weight; has_weight=false drops the weight input; f16: x, y and the
+  // weight are float16, else bfloat16.
+  explicit RMSNorm(double eps, bool has_weight = true, bool f16 = false);
   std::string name() const override { return "RMSNorm"; }
-  std::string params() const override;  // "eps=1e-05" (+ ",no_weight")
+  std::string params() const override;  // "eps=1e-05" (+ ",no_weight", ",f16")
   double eps() const { return eps_; }
   bool has_weight() const { return has_weight_; }
+  bool f16() const { return f16_; }
   // Rows per instruction for `total_rows` rows of `cols` (all batches): pages of rows, each row padded
   // to 128 bytes; as many pages (up to profile.rms_norm_pages) as keep every SM busy.
   static int64_t rows_per_instruction(int64_t cols, int64_t total_rows, const Profile&);
@@ -27,6 +29,7 @@ class RMSNorm final : public IType {
  private:
   double eps_;
   bool has_weight_;
+  bool f16_;
 };
 
 }  // namespace mk

@@ -167,7 +167,7 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   if (const auto* g = dynamic_cast<const Gemm*>(&it)) {
     // The device body is written for 128x256x64 CTA tiles, or 128x128 ones (profile h200); a swiglu
     // tile's B panel is 128 columns of B and 128 of B2 (gemm_n 256). Flags become the template
-    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU, ACT, ROPE, RMS> (kernels/mk/itypes/gemm.cuh).
+    // parameters of mk::GemmT<TA, TB, BIAS, SWIGLU, ACT, ROPE, RMS, F16> (kernels/mk/itypes/gemm.cuh).
     const bool narrow_ok = profile.gemm_n_narrow == 0 || profile.gemm_n_narrow == 128;
     const Gemm::Flags& f = g->flags();
     if (profile.gemm_cta_m == 128 && (profile.gemm_n == 256 || (profile.gemm_n == 128 && !f.swiglu)) && narrow_ok &&
@@ -181,8 +181,9 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
                                       std::to_string(bias), f.swiglu ? "true" : "false",
                                       "mk::Unary::" + (f.act.empty() ? std::string("identity") : UnaryStep::parse(f.act).name),
                                       std::to_string(f.rope),
-                                      std::to_string((f.rms_out ? 1 : 0) | (f.rms_scale ? 2 : 0))};
-        const size_t n = f.rms_out || f.rms_scale ? 7 : f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
+                                      std::to_string((f.rms_out ? 1 : 0) | (f.rms_scale ? 2 : 0)),
+                                      f.f16 ? "true" : "false"};
+        const size_t n = f.f16 ? 8 : f.rms_out || f.rms_scale ? 7 : f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
         std::string t = "mk::GemmT<";
         for (size_t k = 0; k < n; ++k) t += (k ? ", " : "") + a[k];
         return t + ">";
@@ -191,7 +192,8 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
   }
   if (const auto* r = dynamic_cast<const RMSNorm*>(&it)) {
     params += "struct " + P + " {  // " + it.str() + "\n  static constexpr float eps = " + float_literal(r->eps()) +
-              ";\n  static constexpr bool has_weight = " + (r->has_weight() ? "true" : "false") + ";\n};\n";
+              ";\n  static constexpr bool has_weight = " + (r->has_weight() ? "true" : "false") +
+              ";\n  static constexpr bool f16 = " + (r->f16() ? "true" : "false") + ";\n};\n";
     return "mk::RMSNorm<" + P + ">";
   }
   if (const auto* a = dynamic_cast<const Attention*>(&it)) {
@@ -203,7 +205,8 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
                 float_literal(a->scale() * 1.4426950408889634) + ";\n  static constexpr int head_dims = " +
                 std::to_string(attention_head_dims(prog, icode)) + ";\n  static constexpr unsigned bshd = " +
                 std::to_string(a->bshd()) + ";\n  static constexpr bool masked = " + (a->masked() ? "true" : "false") +
-                ";\n  static constexpr float scale = " + float_literal(a->scale()) + ";\n};\n";
+                ";\n  static constexpr float scale = " + float_literal(a->scale()) +
+                ";\n  static constexpr bool f16 = " + (a->f16() ? "true" : "false") + ";\n};\n";
       return "mk::Attention<" + P + ">";
     }
   }
@@ -264,8 +267,8 @@ ParamLayout param_layout(const Program& p) {
 }
 
 std::string generate_source(const Program& p) {
-  // Gemm, RMSNorm and Attention bodies are bf16-only, as their validate() requires; the others read each
-  // slot's dtype at run time ([Note: SIMT bodies]).
+  // Gemm, RMSNorm and Attention bodies take their 16-bit float type (bf16 or fp16) as a template parameter
+  // (kernels/mk/half.cuh); the others read each slot's dtype at run time ([Note: SIMT bodies]).
   std::string params, cases;
   for (size_t i = 0; i < p.icodes.size(); ++i) {
     const std::string t = device_type(p, static_cast<int>(i), params);

@@ -55,35 +55,37 @@ void trace(const char* step) {
   if (on) std::fprintf(stderr, "[megakittens] %s\n", step), std::fflush(stderr);
 }
 
-// A bf16 tile map of `rank` dims (dims[0] innermost; strides of dims 1.., in bytes), 256-byte L2 promotion.
+// A tile map of 16-bit floats (bf16, or fp16 where `f16`), `rank` dims (dims[0] innermost; strides of dims 1..,
+// in bytes), 256-byte L2 promotion.
 CUresult encode_tiled(CUtensorMap* map, uint64_t ptr, cuuint32_t rank, const cuuint64_t* dims,
-                      const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
+                      const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle, bool f16) {
   const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
-  return driver().cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, reinterpret_cast<void*>(ptr),
+  const CUtensorMapDataType t = f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return driver().cuTensorMapEncodeTiled(map, t, rank, reinterpret_cast<void*>(ptr),
                                          dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-// A 4-D (c, r, d, b) bf16 tile map of the slot's padded shape, box {box_c, box_r, box_d, 1}.
+// A 4-D (c, r, d, b) 16-bit tile map of the slot's padded shape, box {box_c, box_r, box_d, 1}.
 CUresult encode_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t box_c, cuuint32_t box_r,
-                    CUtensorMapSwizzle swizzle, cuuint32_t box_d = 1) {
+                    CUtensorMapSwizzle swizzle, bool f16, cuuint32_t box_d = 1) {
   if ((ptr % 16) != 0 || (p[3] * 2) % 16 != 0) return CUDA_ERROR_INVALID_VALUE;
   const cuuint64_t dims[4] = {cuuint64_t(p[3]), cuuint64_t(p[2]), cuuint64_t(p[1]), cuuint64_t(p[0])};
   const cuuint64_t strides[3] = {cuuint64_t(p[3] * 2), cuuint64_t(p[2] * p[3] * 2), cuuint64_t(p[1] * p[2] * p[3] * 2)};
   const cuuint32_t box[4] = {box_c, box_r, box_d, 1};
-  return encode_tiled(map, ptr, 4, dims, strides, box, swizzle);
+  return encode_tiled(map, ptr, 4, dims, strides, box, swizzle, f16);
 }
 
 // [Note: gemm wide boxes] (kernels/mk/itypes/gemm.cuh): the slot's columns split into blocks of 64, a 5-D
 // (c % 64, r, c / 64, d, b) map whose box {64, 64, blocks, 1, 1} is `blocks` 64x64 boxes of adjacent
 // column blocks in one copy, landing as consecutive 8 KB boxes (128-byte swizzle). Needs the padded last
 // dim a multiple of 64.
-CUresult encode_split_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t blocks) {
+CUresult encode_split_map(CUtensorMap* map, uint64_t ptr, const Coord4& p, cuuint32_t blocks, bool f16) {
   if ((ptr % 16) != 0 || p[3] % 64 != 0) return CUDA_ERROR_INVALID_VALUE;
   const cuuint64_t dims[5] = {64, cuuint64_t(p[2]), cuuint64_t(p[3] / 64), cuuint64_t(p[1]), cuuint64_t(p[0])};
   const cuuint64_t strides[4] = {cuuint64_t(p[3] * 2), 128, cuuint64_t(p[2] * p[3] * 2), cuuint64_t(p[1] * p[2] * p[3] * 2)};
   const cuuint32_t box[5] = {64, 64, blocks, 1, 1};
-  return encode_tiled(map, ptr, 5, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+  return encode_tiled(map, ptr, 5, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, f16);
 }
 
 }  // namespace
@@ -265,29 +267,32 @@ void GpuKernel::build_params(const std::vector<uint64_t>& ptrs) {
     sd.flags = static_cast<int32_t>(m.dtype) << 8;  // kernels/mk/simt.cuh slot_dtype
     if (m.dtype == DType::bf16) {
       // A 4-D (c, r, d, b) map with a 128x128 box, no swizzle: the elementwise tile (rows of 256 B).
-      if (encode_map(map_at(s), ptrs[s], p, 128, 128, CU_TENSOR_MAP_SWIZZLE_NONE) == CUDA_SUCCESS) sd.flags |= 1;
+      if (encode_map(map_at(s), ptrs[s], p, 128, 128, CU_TENSOR_MAP_SWIZZLE_NONE, false) == CUDA_SUCCESS) sd.flags |= 1;
     }
     if (const int x = xmaps_.index[s]; x >= 0) {
       // Gemm / Attention operands and outputs: 64x64 boxes (128-byte rows), 128-byte swizzle
       // (kernels/mk/itypes/gemm.cuh); a (B, S, H, D) Attention operand also gets 64 rows along dim d.
       CUtensorMap* map = map_at(layout_.nslots + x);
-      bool ok = m.dtype == DType::bf16 && encode_map(map, ptrs[s], p, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) == CUDA_SUCCESS;
-      if (ok && xmaps_.strided[s]) ok = encode_map(map_at(layout_.nslots + x + 1), ptrs[s], p, 64, 1, CU_TENSOR_MAP_SWIZZLE_128B, 64) == CUDA_SUCCESS;
+      const bool f16 = m.dtype == DType::f16;
+      bool ok = (m.dtype == DType::bf16 || f16) &&
+                encode_map(map, ptrs[s], p, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B, f16) == CUDA_SUCCESS;
+      if (ok && xmaps_.strided[s])
+        ok = encode_map(map_at(layout_.nslots + x + 1), ptrs[s], p, 64, 1, CU_TENSOR_MAP_SWIZZLE_128B, f16, 64) == CUDA_SUCCESS;
       if (xmaps_.strided[s]) sd.flags |= 8;  // the wide maps (if any) start one further
       if (ok && xmaps_.wide[s]) {  // [Note: gemm wide boxes]: flags bit 1 the row maps, bit 2 the split ones
         const size_t w = layout_.nslots + x + (xmaps_.strided[s] ? 2 : 1);
         const auto sw = CU_TENSOR_MAP_SWIZZLE_128B;
-        if (encode_map(map_at(w), ptrs[s], p, 64, 128, sw) == CUDA_SUCCESS &&
-            encode_map(map_at(w + 3), ptrs[s], p, 64, 256, sw) == CUDA_SUCCESS)
+        if (encode_map(map_at(w), ptrs[s], p, 64, 128, sw, f16) == CUDA_SUCCESS &&
+            encode_map(map_at(w + 3), ptrs[s], p, 64, 256, sw, f16) == CUDA_SUCCESS)
           sd.flags |= 2;
-        if (encode_split_map(map_at(w + 1), ptrs[s], p, 2) == CUDA_SUCCESS &&
-            encode_split_map(map_at(w + 2), ptrs[s], p, 4) == CUDA_SUCCESS)
+        if (encode_split_map(map_at(w + 1), ptrs[s], p, 2, f16) == CUDA_SUCCESS &&
+            encode_split_map(map_at(w + 2), ptrs[s], p, 4, f16) == CUDA_SUCCESS)
           sd.flags |= 4;
       }
       if (!ok)
         throw GpuError("megakittens: tensor slot " + std::to_string(s) + " (" + m.str() +
                        ") is a Gemm / Attention operand and needs a TMA tile map: its base address must be 16-byte "
-                       "aligned and its last dim a multiple of 8 bf16 elements");
+                       "aligned and its last dim a multiple of 8 elements (16 bytes)");
       sd.xmap = x;
     }
     std::memcpy(params_.data() + layout_.slots_offset() + s * kSlotBytes, &sd, sizeof sd);

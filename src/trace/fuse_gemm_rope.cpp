@@ -89,16 +89,18 @@ int fuse_gemm_rope(DAG& dag) {
     const TensorMeta& out = g.outputs[0];
     const Coord4 op = out.padded();
     const TensorMeta& y = u.outputs[0];
-    if (op[0] * op[1] != 1 || y.shape.size() != 4 || y.dtype != DType::bf16) continue;
+    if (op[0] * op[1] != 1 || y.shape.size() != 4 || y.dtype != out.dtype ||
+        (y.dtype != DType::bf16 && y.dtype != DType::f16))
+      continue;
     const int64_t D = y.shape[3];
     if ((D != 64 && D != 128) || !enabled(D)) continue;
     const auto x = strided_on(xe.range, out);
     const std::optional<int> s = seq_dim(x, op[2], op[3]);
     if (!s) continue;
-    // The tables: bf16, one shape, produced before g (it gains them as inputs), read as rows of D.
+    // The tables: of D's dtype, one shape, produced before g (it gains them as inputs), read as rows of D.
     const TensorMeta &cm = dag.nodes[ce.node].outputs[ce.output], &sm = dag.nodes[se.node].outputs[se.output];
     const TensorMeta cb = ce.range.backing(cm), sb = se.range.backing(sm);
-    if (cm.dtype != DType::bf16 || sm.dtype != DType::bf16 || ce.node >= g.id || se.node >= g.id) continue;
+    if (cm.dtype != out.dtype || sm.dtype != out.dtype || ce.node >= g.id || se.node >= g.id) continue;
     if (cb.shape != sb.shape || cb.shape.empty() || cb.shape.back() != D) continue;
     if (!table_view(strided_on(ce.range, cm), x.sizes, *s, cb.numel()) ||
         !table_view(strided_on(se.range, sm), x.sizes, *s, sb.numel()))

@@ -31,9 +31,12 @@ struct Matcher : FxMatch {
     }
     return call(n, "aten.mm.default") ? static_cast<int>(a.i) : -1;
   }
-  bool bf16(const FxNode* n) const {
+  // A bfloat16 or float16 result (the Gemm's operand types), of the same dtype as `like`'s when given.
+  bool half(const FxNode* n, const FxNode* like = nullptr) const {
     const FxTensor* t = meta(n);
-    return t && t->dtype == "bfloat16";
+    if (!t || (t->dtype != "bfloat16" && t->dtype != "float16")) return false;
+    const FxTensor* u = like ? meta(like) : nullptr;
+    return !like || (u && u->dtype == t->dtype);
   }
   // The A operands of the two mms are one node, or the same reshape of one node.
   bool same_a(const FxArg& x, const FxArg& y) const {
@@ -47,7 +50,7 @@ struct Matcher : FxMatch {
 
   bool match(int k) {
     const FxNode* mul = &g.nodes[k];
-    if (!call(mul, "aten.mul.Tensor") || mul->args.size() != 2 || !mul->kwargs.empty() || !bf16(mul)) return false;
+    if (!call(mul, "aten.mul.Tensor") || mul->args.size() != 2 || !mul->kwargs.empty() || !half(mul)) return false;
     for (int side = 0; side < 2; ++side) {
       const FxArg &sa = mul->args[side], &ua = mul->args[1 - side];
       const FxNode* silu = node(sa);
@@ -61,7 +64,7 @@ struct Matcher : FxMatch {
       if (!same_a(g_mm.args[0], u_mm.args[0])) continue;
       const FxTensor *gt = meta(&g_mm), *ut = meta(&u_mm), *yt = meta(mul), *st = meta(silu);
       if (!gt || !ut || !st || gt->shape != ut->shape || gt->shape.size() != 2 || st->shape != yt->shape ||
-          !bf16(&g_mm) || !bf16(&u_mm) || !bf16(silu))
+          !half(&g_mm, mul) || !half(&u_mm, mul) || !half(silu, mul))
         continue;
       if (gv >= 0 && (!same_arg(g.nodes[gv].args[1], g.nodes[uv].args[1]) || meta(&g.nodes[uv])->shape != yt->shape))
         continue;

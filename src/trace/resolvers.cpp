@@ -33,6 +33,10 @@ struct Entry {
 Resolution binary_on(const OpCall& c, const std::string& op, double alpha, const FxArg& a, const FxArg& b,
                      bool inplace = false);
 
+// Whether a tensor-core IType's operand `t` is float16 (its f16 parameter; bfloat16 otherwise, which the
+// IType's validate() then requires).
+bool f16_of(const OpCall& c, const FxArg& t) { return c.meta(t).dtype == "float16"; }
+
 // The transpose flags (and the bias kind) depend on the folded views: bound once the tracer has them.
 Resolution gemm(const OpCall& c, const char* a, const char* b, const char* bias = nullptr) {
   // K = 1 (HF's rotary embedding: inv_freq (B, D/2, 1) @ positions (B, 1, S), in fp32): an outer
@@ -40,10 +44,12 @@ Resolution gemm(const OpCall& c, const char* a, const char* b, const char* bias 
   const std::vector<int64_t>& as = c.meta(c.tensor(a)).shape;
   if (!bias && as.size() >= 2 && as.back() == 1 && c.meta(c.tensor(b)).shape.size() == as.size())
     return binary_on(c, "mul", 1.0, c.tensor(a), c.tensor(b));
-  Resolution r{std::make_shared<Gemm>(), c.target(), {&c.tensor(a), &c.tensor(b)}};
+  Gemm::Flags f;
+  f.f16 = f16_of(c, c.tensor(a));
+  Resolution r{std::make_shared<Gemm>(f), c.target(), {&c.tensor(a), &c.tensor(b)}};
   if (bias) r.inputs.push_back(&c.tensor(bias));
-  r.bind = [](const std::vector<TensorRange>& views) -> ITypePtr {
-    return std::make_shared<Gemm>(Gemm::flags_for(views));
+  r.bind = [f16 = f.f16](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<Gemm>(Gemm::flags_for(views, false, f16));
   };
   return r;
 }
@@ -52,9 +58,10 @@ Resolution gemm(const OpCall& c, const char* a, const char* b, const char* bias 
 Resolution gemm_swiglu(const OpCall& c) {
   Gemm::Flags f;
   f.swiglu = true;
+  f.f16 = f16_of(c, c.tensor("a"));
   Resolution r{std::make_shared<Gemm>(f), c.target(), {&c.tensor("a"), &c.tensor("b"), &c.tensor("b2")}};
-  r.bind = [](const std::vector<TensorRange>& views) -> ITypePtr {
-    return std::make_shared<Gemm>(Gemm::flags_for(views, true));
+  r.bind = [f16 = f.f16](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<Gemm>(Gemm::flags_for(views, true, f16));
   };
   return r;
 }
@@ -196,7 +203,7 @@ Resolution rms_norm(const OpCall& c) {
            "] (RMSNorm normalizes the last dim only), got ", c.get("normalized_shape")->str());
   const double eps = c.opt_f64("eps").value_or(machine_eps(c, xm.dtype));
   const FxArg* w = c.opt_tensor("weight");
-  Resolution r{std::make_shared<RMSNorm>(eps, w != nullptr), c.target(), {&x}};
+  Resolution r{std::make_shared<RMSNorm>(eps, w != nullptr, f16_of(c, x)), c.target(), {&x}};
   if (w) r.inputs.push_back(w);
   return r;
 }
@@ -216,16 +223,16 @@ Resolution rope(const OpCall& c, bool interleaved) {
 // views: bound once the tracer has them. `mask`: an additive mask, input 3.
 Resolution attention(const OpCall& c, bool causal, double scale, const FxArg& q, const FxArg& k, const FxArg& v,
                      const FxArg* mask = nullptr) {
-  const bool masked = mask != nullptr;
-  Resolution r{std::make_shared<Attention>(causal, scale, 0, masked), c.target(), {&q, &k, &v}};
+  const bool masked = mask != nullptr, f16 = f16_of(c, q);
+  Resolution r{std::make_shared<Attention>(causal, scale, 0, masked, f16), c.target(), {&q, &k, &v}};
   if (masked) r.inputs.push_back(mask);
-  r.bind = [causal, scale, masked](const std::vector<TensorRange>& views) -> ITypePtr {
-    return std::make_shared<Attention>(causal, scale, Attention::bshd_for(views), masked);
+  r.bind = [causal, scale, masked, f16](const std::vector<TensorRange>& views) -> ITypePtr {
+    return std::make_shared<Attention>(causal, scale, Attention::bshd_for(views), masked, f16);
   };
   return r;
 }
 
-// Shared by every SDPA flavour: dropout rejected, a bfloat16 mask as Attention's additive mask, scale
+// Shared by every SDPA flavour: dropout rejected, a mask of the query's dtype as Attention's additive mask, scale
 // None -> 1/sqrt(D).
 Resolution sdpa(const OpCall& c, const char* mask) {
   if (const double p = c.f64("dropout_p", 0.0); p != 0.0) c.fail("dropout is not supported, got dropout_p=", p);
@@ -234,8 +241,9 @@ Resolution sdpa(const OpCall& c, const char* mask) {
     m = c.get(mask);
     if (!m->is_node()) c.fail("the Attention instruction type takes a tensor mask, got ", mask, "=", m->str());
     const FxTensor& mm = c.meta(*m);
-    if (mm.dtype != "bfloat16" || mm.shape.size() != 4)
-      c.fail("the Attention instruction type takes an additive 4-D bfloat16 mask (B|1, H|1, Sq|1, Sk), got ", mask,
+    if (mm.dtype != c.meta(c.tensor("query")).dtype || mm.shape.size() != 4)
+      c.fail("the Attention instruction type takes an additive 4-D mask (B|1, H|1, Sq|1, Sk) of the query's dtype (",
+             c.meta(c.tensor("query")).dtype, "), got ", mask,
              " = a ", mm.dtype, " tensor of shape ", shape_str(mm.shape),
              "; megakittens/sdpa_math.py rewrites other masks (boolean ones built by casts, comparisons with a "
              "number, and / or / not and views; float masks of other dtypes) before tracing, or fallback=\"eager\" "
@@ -420,7 +428,8 @@ const std::map<std::string, Entry>& registry() {
        {"x, weight, eps",
         [](const OpCall& c) {
           const FxArg* w = c.opt_tensor("weight");
-          Resolution r{std::make_shared<RMSNorm>(c.f64("eps"), w != nullptr), c.target(), {&c.tensor("x")}};
+          Resolution r{std::make_shared<RMSNorm>(c.f64("eps"), w != nullptr, f16_of(c, c.tensor("x"))), c.target(),
+                       {&c.tensor("x")}};
           if (w) r.inputs.push_back(w);
           return r;
         }}},
@@ -484,7 +493,7 @@ std::string unsupported_hint(const std::string& target) {
   if (target == "aten.native_layer_norm.default")
     return "; LayerNorm is lowered only over the last dim (megakittens/decompose.py), or fallback=\"eager\"";
   if (target == "aten.convolution.default")
-    return "; convolutions are lowered when 1-D or 2-D, not transposed, bfloat16 (input and weight), with the "
+    return "; convolutions are lowered when 1-D or 2-D, not transposed, bfloat16 or float16 (input and weight alike), with the "
            "channels divisible by the groups (megakittens/convolution.py), or fallback=\"eager\"";
   if (target == "aten.index.Tensor")
     return "; indexing with a tensor or a list (x[..., [i]], a boolean mask), or fallback=\"eager\"";

@@ -1,4 +1,4 @@
-// Attention: o = softmax(scale * q k^T + mask) v in fp32, bf16 in and out (DESIGN §7, hopper-notes
+// Attention: o = softmax(scale * q k^T + mask) v in fp32, bf16 (P::f16: fp16) in and out (DESIGN §7, hopper-notes
 // §2.2, docs/itypes.md). One instruction = 128 query rows [s0, s0 + 128) of one (b, h) (q_rows of them
 // real, the rest past Sq and never stored) against keys [0, kv_end) of KV head hk, FlashAttention-3
 // style: K/V streamed through pages, S = Q K^T by wgmma, online softmax in fp32 registers (exp2 with
@@ -46,12 +46,12 @@
 // in flight: ~200 at D = 128, BN = 128, within the consumers' 216 of the VM's setmaxnreg split
 // (mk/vm.cuh); MK_ATTN_BN_D128=64 fits the plain 168.
 //
-// [Note: attention mask] P::masked: input 3 is an additive bf16 mask, a whole (Bm, Hm, Sqm, Sk) tensor
+// [Note: attention mask] P::masked: input 3 is an additive mask of q's dtype, a whole (Bm, Hm, Sqm, Sk) tensor
 // whose dims of extent 1 broadcast (src/itypes/attention.cpp mask_view). It is a late input: each consumer
 // warp waits for its barriers and reads its own entries with plain loads (no page holds it), pairs of
 // columns as the S fragment has them, issued at the start of the turn so that they land under the waits
 // and the S wgmma. Scores are then kept in natural units, t = s * scale + mask, and the exponent is
-// (t - m) * log2(e): a mask entry of bf16's lowest finite value (Hugging Face's) stays finite in t, so a
+// (t - m) * log2(e): a mask entry of the dtype's lowest finite value (Hugging Face's) stays finite in t, so a
 // row with every key so masked averages V, as eager does, instead of turning NaN; a row whose every key is
 // -inf gives 0 (PyTorch's _safe_softmax). D = 128 takes 64-key blocks then (registers: the mask's BN / 4).
 //
@@ -113,9 +113,11 @@ namespace mk {
 // P: struct { static constexpr bool causal; static constexpr float scale_log2;  // scale * log2(e)
 //             static constexpr int head_dims;  // bit 0: D = 64 instantiated, bit 1: D = 128
 //             static constexpr unsigned bshd;  // bit 0 q, 1 k, 2 v, 3 o (src/itypes/attention.h)
-//             static constexpr bool masked; static constexpr float scale; }  // [Note: attention mask]
+//             static constexpr bool masked; static constexpr float scale;  // [Note: attention mask]
+//             static constexpr bool f16; }  // fp16 operands, else bf16
 template <class P>
 struct Attention {
+  using H = Half<P::f16>;  // q, k, v, o and the mask: fp16 (P::f16) or bf16 (mk/half.cuh)
   // Indices (docs/itypes.md): b h hk s0 q_rows kv_end D.
   static constexpr int kB = 0, kH = 1, kHk = 2, kS0 = 3, kQRows = 4, kKvEnd = 5, kD = 6;
   static constexpr int kBM = 128;
@@ -305,13 +307,13 @@ struct Attention {
 
   template <int N>
   static __device__ __forceinline__ void mma_ss(float (&d)[N / 2], u64 a, u64 b, int scale_d) {
-    if constexpr (N == 64) ptx::wgmma_m64n64k16_ss<0, 0>(d, a, b, scale_d);
-    else ptx::wgmma_m64n128k16_ss<0, 0>(d, a, b, scale_d);
+    if constexpr (N == 64) ptx::wgmma_m64n64k16_ss<0, 0, P::f16>(d, a, b, scale_d);
+    else ptx::wgmma_m64n128k16_ss<0, 0, P::f16>(d, a, b, scale_d);
   }
   template <int N>
   static __device__ __forceinline__ void mma_rs(float (&d)[N / 2], u32 a0, u32 a1, u32 a2, u32 a3, u64 b) {
-    if constexpr (N == 64) ptx::wgmma_m64n64k16_rs<1>(d, a0, a1, a2, a3, b, 1);
-    else ptx::wgmma_m64n128k16_rs<1>(d, a0, a1, a2, a3, b, 1);
+    if constexpr (N == 64) ptx::wgmma_m64n64k16_rs<1, P::f16>(d, a0, a1, a2, a3, b, 1);
+    else ptx::wgmma_m64n128k16_rs<1, P::f16>(d, a0, a1, a2, a3, b, 1);
   }
 
   // Each step's descriptor is the tile's plus its offset (ptx::wgmma_desc_plus): one add per wgmma instead
@@ -345,10 +347,7 @@ struct Attention {
     for (int i = 0; i < N; ++i) ptx::fence_operand(r[i]);
   }
 
-  static __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const u32*>(&v);
-  }
+  static __device__ __forceinline__ u32 pack_half(float lo, float hi) { return pack2_bits<P::f16>(lo, hi); }
 
   // Online softmax of one block (keys j0..j0+BN-1) for this thread's rows `row` and `row + 8`: mask,
   // running max m (scaled by scale * log2 e), P = 2^(s * scale_log2 - m) in place, l = l * corr + sum P.
@@ -360,7 +359,7 @@ struct Attention {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const u32 w = mk[2 * (i >> 2) + ((i >> 1) & 1)];
-        s[i] = fmaf(s[i], P::scale, __uint_as_float((i & 1) ? (w & 0xffff0000u) : (w << 16)));
+        s[i] = fmaf(s[i], P::scale, (i & 1) ? H::hi(w) : H::lo(w));
       }
     }
     if (mask) {
@@ -530,7 +529,7 @@ struct Attention {
     return mr;
   }
   // The mask entries of block j0's S fragment: mk[2 i + h] = columns j, j + 1 (j = j0 + 8 i + 2 (lane % 4))
-  // of row half h as bf16 pairs; 0 past kv_end (those columns are masked to -inf anyway).
+  // of row half h as 16-bit pairs; 0 past kv_end (those columns are masked to -inf anyway).
   template <int BN>
   static __device__ __forceinline__ void load_mask(u32 (&mk)[BN / 4], const MaskRows& mr, int j0, int kv_end, int lane) {
     if constexpr (P::masked) {
@@ -589,7 +588,7 @@ struct Attention {
     release_k(c, 0);
     softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane, mk);
 #pragma unroll
-    for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+    for (int i = 0; i < BN / 4; ++i) p[i] = pack_half(s[2 * i], s[2 * i + 1]);
 
     // Turn kb: S_kb = Q K_kb^T and O += P_{kb-1} V_{kb-1}; the softmax of S_kb overlaps the P V wgmma.
     Laps laps;
@@ -633,7 +632,7 @@ struct Attention {
       laps.lap(Laps::kPvWait);
       release_v(c, sv);  // V_{kb-1} was read now (and K_{kb-1} in the previous turn)
 #pragma unroll
-      for (int i = 0; i < BN / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+      for (int i = 0; i < BN / 4; ++i) p[i] = pack_half(s[2 * i], s[2 * i + 1]);
       laps.lap(Laps::kRest);
     }
     if (nb > 1) laps.report(c);  // one block: no loop (and no row for timeline.py's Gemm statistics)
@@ -656,7 +655,7 @@ struct Attention {
       release_v(c, sv);
     }
 
-    // Epilogue: O / l in bf16 into this warpgroup's Q boxes (its last S wgmma has read them).
+    // Epilogue: O / l in 16 bits into this warpgroup's Q boxes (its last S wgmma has read them).
     float inv[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -671,7 +670,7 @@ struct Attention {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         *reinterpret_cast<u32*>(swizzled_pair(out + (i >> 3) * 2 * kBoxBytes, r0 + 8 * h, i & 7, c.lane & 3)) =
-            pack_bf16(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]);
+            pack_half(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]);
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
     __syncwarp();
     if (c.lane == 0) arrive(c.sem(kStaged + wg));

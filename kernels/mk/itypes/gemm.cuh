@@ -1,4 +1,4 @@
-// Gemm: D = A @ B, bf16 in, fp32 accumulate in registers, bf16 out (DESIGN §7, hopper-notes §2.1,
+// Gemm: D = A @ B, bf16 (F16: fp16) in, fp32 accumulate in registers, the same type out (DESIGN §7, hopper-notes §2.1,
 // docs/itypes.md). One instruction = one 128x256 tile of D (rows [m, m + m_rows), columns
 // [n0, n0 + n_cols)), all of K in 64-wide k-tiles; a tile of at most 128 columns (Profile::gemm_n_narrow
 // when 256-wide tiles would leave SMs idle, or a ragged last tile) runs m64n128k16 instead.
@@ -202,8 +202,10 @@ constexpr bool kExpNoLoad = false;
 // SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias; ROPE: flag
 // `rope=D` ([Note: gemm rope epilogue]).
 template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, Unary ACT = Unary::identity,
-          int ROPE = 0, int RMS = 0>
+          int ROPE = 0, int RMS = 0, bool F16 = false>
 struct GemmT {
+  using H = Half<F16>;  // the operands' 16-bit float (flag `f16`: fp16, else bf16; mk/half.cuh)
+  static_assert(!F16 || RMS == 0, "the rms fold is bf16 only (src/itypes/gemm.cpp validate_rms)");
   static_assert(RMS >= 0 && RMS <= 3, "RMS: bit 0 rms_out, bit 1 rms_scale");
   static_assert(!(RMS & 1) || (!SWIGLU && ROPE == 0), "rms_out goes with no swiglu or rope");
   static_assert(RMS != 3, "rms_out and rms_scale not on one Gemm (src/itypes/gemm.cpp)");
@@ -474,9 +476,7 @@ struct GemmT {
     return true;
   }
 
-  static __device__ __forceinline__ float bf16_at(const unsigned short* p) {
-    return __uint_as_float(static_cast<u32>(__ldcg(p)) << 16);
-  }
+  static __device__ __forceinline__ float half_at(const unsigned short* p) { return H::bits_to_float(__ldcg(p)); }
 
   // The bias rows of this thread's accumulator rows r and r + 8 (r = 64wg + 16(warp % 4) + lane / 4),
   // clamped into the tile (rows >= m_rows are never stored; they only must not read out of bounds).
@@ -500,7 +500,7 @@ struct GemmT {
   // a sliced bias view need not be 4-byte aligned.
   static __device__ __forceinline__ float2 bias_pair(const BiasRows& b, int h, int col) {
     const unsigned short* p = b.row[h] + min(col, b.last);
-    return make_float2(bf16_at(p), bf16_at(p + 1));
+    return make_float2(half_at(p), half_at(p + 1));
   }
 
   // [Note: gemm rope epilogue] The cos / sin rows of this thread's accumulator rows r, r + 8 (clamped
@@ -525,10 +525,10 @@ struct GemmT {
     }
     return t;
   }
-  // The bf16 pair at column col (even) of a table row, in fp32.
+  // The 16-bit pair at column col (even) of a table row, in fp32.
   static __device__ __forceinline__ float2 rope_pair(const u32* row, int col) {
     const u32 w = __ldcg(row + col / 2);
-    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+    return make_float2(H::lo(w), H::hi(w));
   }
   // [Note: gemm rope tables] Whether warpgroup wg's table rows are TMA-loaded into its epilogue page: its
   // rows (from the tile's m origin + 64 wg, at most 64) lie in one run of the tables' row dim (no wrap at
@@ -569,7 +569,7 @@ struct GemmT {
     return page + (i >> 3) * kBoxBytes + (((i & 7) ^ (l >> 2)) << 4) + (l & 3) * 4 + row * 128;
   }
   static __device__ __forceinline__ float2 staged_pair(unsigned char* page, int i, int l, int row) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(pair_at(page, i, l, row)));
+    return H::unpack2(*reinterpret_cast<const typename H::T2*>(pair_at(page, i, l, row)));
   }
   // [Note: gemm rope epilogue] Column group j of every head (j < D/16) with its partner group j + D/16:
   // their 8 table pairs are loaded once and serve every head of the tile, and both groups' accumulators
@@ -607,10 +607,10 @@ struct GemmT {
           const float l0 = acc[4 * il + 2 * h] + bl.x, l1 = acc[4 * il + 2 * h + 1] + bl.y;
           const float h0 = acc[4 * ih + 2 * h] + bh.x, h1 = acc[4 * ih + 2 * h + 1] + bh.y;
           // rotate_half: the low half takes -high, the high half takes +low.
-          const __nv_bfloat162 lo = __floats2bfloat162_rn(l0 * cl[h].x - h0 * sl[h].x, l1 * cl[h].y - h1 * sl[h].y);
-          const __nv_bfloat162 hi = __floats2bfloat162_rn(h0 * ch[h].x + l0 * sh[h].x, h1 * ch[h].y + l1 * sh[h].y);
-          *reinterpret_cast<__nv_bfloat162*>(pair_at(out, il, l, r0 + 8 * h)) = lo;
-          *reinterpret_cast<__nv_bfloat162*>(pair_at(out, ih, l, r0 + 8 * h)) = hi;
+          const typename H::T2 lo = H::pack2(l0 * cl[h].x - h0 * sl[h].x, l1 * cl[h].y - h1 * sl[h].y);
+          const typename H::T2 hi = H::pack2(h0 * ch[h].x + l0 * sh[h].x, h1 * ch[h].y + l1 * sh[h].y);
+          *reinterpret_cast<typename H::T2*>(pair_at(out, il, l, r0 + 8 * h)) = lo;
+          *reinterpret_cast<typename H::T2*>(pair_at(out, ih, l, r0 + 8 * h)) = hi;
         }
       }
       __syncwarp();  // keeps ptxas from hoisting the next group's table loads over these stores
@@ -620,7 +620,7 @@ struct GemmT {
   // [Note: gemm early bias] With MK_GEMM_BIAS_EARLY=1, a bias_row tile of <= 128 columns whose bias has no late
   // barrier (a graph input, or a producer the loader's early barriers cover: their acquire reaches the
   // consumers through full[0]) reads its bias right after k-tile 0 landed, into registers held across the
-  // mainloop (bf16 pairs packed in 32 bits: 16 registers), instead of in the epilogue, where
+  // mainloop (16-bit pairs packed in 32 bits: 16 registers), instead of in the epilogue, where
   // its two batches of L2 round trips took ~2.7 us (benchmarks/notes.md Session 14).
   static constexpr bool kBiasEarlyOk = MK_GEMM_BIAS_EARLY && BIAS == 1 && !SWIGLU && ROPE == 0;
   template <int N>
@@ -632,9 +632,7 @@ struct GemmT {
       be[i] = static_cast<u32>(__ldcg(p)) | static_cast<u32>(__ldcg(p + 1)) << 16;
     }
   }
-  static __device__ __forceinline__ float2 bias_unpack(u32 w) {
-    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-  }
+  static __device__ __forceinline__ float2 bias_unpack(u32 w) { return make_float2(H::lo(w), H::hi(w)); }
 
   // One k16 step of the warpgroup's 64 x N product (N = 256: the whole tile; 128: a narrow tile).
   // [Note: gemm rms fold] rms_scale: accumulator rows r, r + 8 (r = 64 wg + 16 (warp % 4) + lane / 4) times
@@ -728,8 +726,8 @@ struct GemmT {
 
   template <int N>
   static __device__ __forceinline__ void mma(float (&acc)[N / 2], u64 da, u64 db) {
-    if constexpr (N == 256) ptx::wgmma_m64n256k16_bf16<TA ? 1 : 0, TB ? 0 : 1>(acc, da, db, 1);
-    else ptx::wgmma_m64n128k16_ss<TA ? 1 : 0, TB ? 0 : 1>(acc, da, db, 1);
+    if constexpr (N == 256) ptx::wgmma_m64n256k16_ss<TA ? 1 : 0, TB ? 0 : 1, F16>(acc, da, db, 1);
+    else ptx::wgmma_m64n128k16_ss<TA ? 1 : 0, TB ? 0 : 1, F16>(acc, da, db, 1);
   }
 
   // Consumers. A tile of at most 128 columns (the profile's narrow tiles, or a ragged last tile) runs
@@ -872,7 +870,7 @@ struct GemmT {
             if (tile) {  // this thread's pair of the bias tile, where its result goes
 #pragma unroll
               for (int h = 0; h < 2; ++h)
-                bv[h] = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(box + (r0 + 8 * h) * 128));
+                bv[h] = H::unpack2(*reinterpret_cast<const typename H::T2*>(box + (r0 + 8 * h) * 128));
             } else {
               bv[0] = bias_pair(bias, 0, 8 * i + 2 * (l & 3));
               bv[1] = bias_pair(bias, 1, 8 * i + 2 * (l & 3));
@@ -888,13 +886,13 @@ struct GemmT {
             x0 = unary<Unary::silu>(x0) * acc[N / 4 + 4 * i + 2 * h];
             x1 = unary<Unary::silu>(x1) * acc[N / 4 + 4 * i + 2 * h + 1];
           }
-          __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
+          typename H::T2 v = H::pack2(x0, x1);
           // relu on the rounded pair: one max.bf16x2 instead of a compare and a select per element (the
           // seed MLP's epilogue body 1.28 -> 0.90 us a 128 x 256 tile, H200, 2026-12-04, benchmarks/notes.md
           // Session 30). Rounding is monotonic and keeps 0; the max keeps NaN, as torch.relu.
-          if constexpr (ACT == Unary::relu) v = __hmax2_nan(v, __floats2bfloat162_rn(0.f, 0.f));
-          *reinterpret_cast<__nv_bfloat162*>(box + (r0 + 8 * h) * 128) = v;
-          if constexpr ((RMS & 1) != 0) rms.put(h, i, 8 * i + 2 * (l & 3), __bfloat1622float2(v));
+          if constexpr (ACT == Unary::relu) v = __hmax2_nan(v, H::pack2(0.f, 0.f));
+          *reinterpret_cast<typename H::T2*>(box + (r0 + 8 * h) * 128) = v;
+          if constexpr ((RMS & 1) != 0) rms.put(h, i, 8 * i + 2 * (l & 3), H::unpack2(v));
         }
         // Bias loads are free to move ahead of the page stores (shared vs global): let them, one box of
         // columns at a time (the fence keeps ptxas from hoisting them all, which spills).

@@ -13,6 +13,7 @@
 // loader issues lid 0's rows as soon as it has that page, before it waits for lid 1.
 // Page phases: [Note: page phases] in elementwise.cuh.
 #pragma once
+#include "mk/half.cuh"
 #include "mk/itypes/elementwise.cuh"
 
 #ifndef MK_RMS_TWO_LOADERS  // RMSNorm's odd iterations loaded by the spare warp ([Note: two loaders])
@@ -24,9 +25,10 @@
 
 namespace mk {
 
-// P: struct { static constexpr float eps; static constexpr bool has_weight; }
+// P: struct { static constexpr float eps; static constexpr bool has_weight; static constexpr bool f16; }
 template <class P>
 struct RMSNorm {
+  using H = Half<P::f16>;  // x, y and the weight: fp16 (P::f16) or bf16 (mk/half.cuh)
   // rows loaded (bytes + the 32 loader lanes), computed (every consumer lane), weight loaded (bytes + the
   // 32 loader lanes): the weight has its own semaphore so that an abort while the loader waits for the
   // weight's page leaves only complete phases to drain. Every lane that wrote shared memory arrives
@@ -94,7 +96,7 @@ struct RMSNorm {
     int rows = idx[12];
     const Rows rw(c, C);
     const SlotDesc& x = c.slot(c.src_slot(0));
-    const __nv_bfloat16* xp = reinterpret_cast<const __nv_bfloat16*>(x.ptr) + elem_offset(x, b, d, r0, col0);
+    const typename H::T* xp = reinterpret_cast<const typename H::T*>(x.ptr) + elem_offset(x, b, d, r0, col0);
 #ifndef MK_EXP_RMS_NO_LOAD
     const bool xbulk = bulk_ok(x, col0, C);
 #else  // experiment (benchmarks/notes.md Session 9): time the pipeline without the row loads
@@ -125,7 +127,7 @@ struct RMSNorm {
                                    static_cast<u32>(2 * C), c.sem(kRowsLoaded));
       } else {
         for (int r = ra; r < rb; ++r) {
-          __nv_bfloat16* dr = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+          typename H::T* dr = reinterpret_cast<typename H::T*>(rw.at(r));
           for (int e = c.lane; e < C; e += 32) dr[e] = xp[static_cast<long long>(r) * x.dims[3] + e];
         }
       }
@@ -138,10 +140,10 @@ struct RMSNorm {
     }
     if constexpr (P::has_weight) {
       const SlotDesc& ws = c.slot(c.src_slot(1));
-      const __nv_bfloat16* wp =
-          reinterpret_cast<const __nv_bfloat16*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
+      const typename H::T* wp =
+          reinterpret_cast<const typename H::T*>(ws.ptr) + elem_offset(ws, idx[8], idx[9], idx[10], idx[11]);
       const bool wbulk = (C % 8) == 0 && (reinterpret_cast<unsigned long long>(wp) % 16) == 0;
-      __nv_bfloat16* wd = reinterpret_cast<__nv_bfloat16*>(c.page(kWeightLid));
+      typename H::T* wd = reinterpret_cast<typename H::T*>(c.page(kWeightLid));
       // [Note: resident weight] the previous instruction of this CTA (iteration - 1) loaded the same weight
       // row into the same page, and the page passed straight from it to this one (release order position
       // 3 -> lid 3; nothing else can hold it in between), so the row is still there: no copy. Its load
@@ -201,30 +203,30 @@ struct RMSNorm {
 #pragma unroll 4
     for (int j = j0; j < V; j += step) {
       const uint4 v = row[j];
-      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+      const typename H::T2* h = reinterpret_cast<const typename H::T2*>(&v);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const float2 f = __bfloat1622float2(h[k]);
+        const float2 f = H::unpack2(h[k]);
         ss += f.x * f.x + f.y * f.y;
       }
     }
     return ss;
   }
-  // row[j] = bf16(row[j] * inv * w[j]) over the same vectors, rounded once.
+  // row[j] = half(row[j] * inv * w[j]) over the same vectors, rounded once.
   static __device__ __forceinline__ void scale(uint4* row, const uint4* w, int j0, int V, int step, float inv) {
 #pragma unroll 4
     for (int j = j0; j < V; j += step) {
       uint4 v = row[j];
-      __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
+      typename H::T2* h = reinterpret_cast<typename H::T2*>(&v);
       uint4 wv;
       if constexpr (P::has_weight) wv = w[j];
-      const __nv_bfloat162* wh = reinterpret_cast<const __nv_bfloat162*>(&wv);
+      const typename H::T2* wh = reinterpret_cast<const typename H::T2*>(&wv);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const float2 f = __bfloat1622float2(h[k]);
+        const float2 f = H::unpack2(h[k]);
         float2 g = make_float2(1.f, 1.f);
-        if constexpr (P::has_weight) g = __bfloat1622float2(wh[k]);
-        h[k] = __floats2bfloat162_rn(f.x * inv * g.x, f.y * inv * g.y);
+        if constexpr (P::has_weight) g = H::unpack2(wh[k]);
+        h[k] = H::pack2(f.x * inv * g.x, f.y * inv * g.y);
       }
       row[j] = v;
     }
@@ -245,7 +247,7 @@ struct RMSNorm {
     bool ok = wait(c, c.sem(kRowsLoaded), 0);
     if constexpr (P::has_weight) ok = ok && wait(c, c.sem(kWeightLoaded), 0);
     const Rows rw(c, C);
-    const __nv_bfloat16* w = reinterpret_cast<const __nv_bfloat16*>(c.page(kWeightLid));
+    const typename H::T* w = reinterpret_cast<const typename H::T*>(c.page(kWeightLid));
     const uint4* w4 = reinterpret_cast<const uint4*>(w);
     if (MK_RMS_SPREAD && vec && rows <= kSpreadRows) {  // [Note: rms spread]
       const int tid = c.warp * 32 + c.lane, V = C / 8;
@@ -265,7 +267,7 @@ struct RMSNorm {
     } else {
       if (!ok) return;
       for (int r = c.warp; r < rows; r += kConsumerWarps) {
-        __nv_bfloat16* row = reinterpret_cast<__nv_bfloat16*>(rw.at(r));
+        typename H::T* row = reinterpret_cast<typename H::T*>(rw.at(r));
         if (vec) {
           uint4* row4 = reinterpret_cast<uint4*>(row);
           scale(row4, w4, c.lane, C / 8, 32, inv_rms(warp_sum(sum_sq(row4, c.lane, C / 8, 32)), C));
@@ -273,13 +275,13 @@ struct RMSNorm {
         }
         float ss = 0.f;
         for (int e = c.lane; e < C; e += 32) {
-          const float f = __bfloat162float(row[e]);
+          const float f = H::to_float(row[e]);
           ss += f * f;
         }
         const float inv = inv_rms(warp_sum(ss), C);
         for (int e = c.lane; e < C; e += 32) {
-          const float g = P::has_weight ? __bfloat162float(w[e]) : 1.f;
-          row[e] = __float2bfloat16_rn(__bfloat162float(row[e]) * inv * g);
+          const float g = P::has_weight ? H::to_float(w[e]) : 1.f;
+          row[e] = H::from_float(H::to_float(row[e]) * inv * g);
         }
       }
     }
@@ -300,7 +302,7 @@ struct RMSNorm {
     const int b = idx[4], d = idx[5], r0 = idx[6], col0 = idx[7], rows = idx[12], C = idx[13];
     const Rows rw(c, C);
     const SlotDesc& y = c.slot(c.dst_slot(0));
-    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(y.ptr) + elem_offset(y, b, d, r0, col0);
+    typename H::T* dst = reinterpret_cast<typename H::T*>(y.ptr) + elem_offset(y, b, d, r0, col0);
     const long long stride = y.dims[3];
     // The pages to finish, read while the stage is ours: row lids [0, np) (and the weight's under
     // MK_SAFE_PAGES), 4 bits each.
@@ -344,7 +346,7 @@ struct RMSNorm {
       return;
     }
     for (int r = 0; r < rows; ++r) {
-      const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(rw.at(r));
+      const typename H::T* src = reinterpret_cast<const typename H::T*>(rw.at(r));
       for (int e = c.lane; e < C; e += 32) dst[r * stride + e] = src[e];
     }
     __threadfence();
