@@ -1,5 +1,5 @@
 """float16 on the megakernel: tests/test_f16.py's cases (Gemm with every epilogue, Attention with GQA, causal
-and an additive mask, RMSNorm, a convolution) against fp32, both queue modes, clusters 1 and 2; large fp16
+and an additive mask, RMSNorm, a convolution) in one graph against fp32, both queue modes, clusters 1 and 2; large fp16
 products against cuBLAS; a tiny Hugging Face Llama in fp16 against eager."""
 from __future__ import annotations
 
@@ -8,15 +8,39 @@ import torch
 
 import megakittens
 from common import rel_err
-from test_f16 import CASES, F16, check_case, icodes, rand
+from test_f16 import CASES, F16, icodes, rand, reference
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("cluster,global_queue", [(1, False), (1, True), (2, False)])
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_f16_case_on_gpu(name, cluster, global_queue):
-    check_case(name, "cuda", cluster_size=cluster, global_work_queue=global_queue)
+def test_f16_cases_on_gpu(cluster, global_queue):
+    """Every case of test_f16.py in one compiled graph (one kernel build per configuration)."""
+    names = sorted(CASES)
+    built = {n: CASES[n][1]("cuda") for n in names}
+
+    def every_case(*flat):
+        outs, k = [], 0
+        for n in names:
+            fn, nargs = CASES[n][0], len(built[n])
+            o = fn(*flat[k:k + nargs])
+            outs += list(o) if isinstance(o, tuple) else [o]
+            k += nargs
+        return tuple(outs)
+
+    flat = [a for n in names for a in built[n]]
+    before = [a.clone() for a in flat]
+    outs = megakittens.compile(every_case, cluster_size=cluster, global_work_queue=global_queue)(*flat)
+    refs = reference(every_case, flat)
+    assert len(outs) == len(refs)
+    for k, (o, r) in enumerate(zip(outs, refs)):
+        assert o.dtype == F16 and o.is_cuda, (k, o.dtype, o.device)
+        assert rel_err(o, r) <= 1e-2, (k, rel_err(o, r))
+    assert all(torch.equal(a, b) for a, b in zip(flat, before)), "an input was modified"
+    kinds = icodes()
+    for n in names:
+        for w in CASES[n][2]:
+            assert any(k.startswith(w) for k in kinds), (n, w, kinds)
 
 
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 3000, 512), (4096, 4096, 4096)])
