@@ -152,9 +152,9 @@ class Transformer(nn.Module):
         return h, self.output(h)
 
 
-def build(a: ModelArgs, max_seq: int, device: str) -> Transformer:
-    """Random weights (std 0.02, norm weights around 1) in bf16, inference only; the cos/sin tables
-    stay fp32 (RoPE is computed in fp32)."""
+def build(a: ModelArgs, max_seq: int, device: str, dtype: torch.dtype = torch.bfloat16) -> Transformer:
+    """Random weights (std 0.02, norm weights around 1) in `dtype` (bf16 or fp16), inference only; the cos/sin
+    tables stay fp32 (RoPE is computed in fp32)."""
     with torch.device(device):
         model = Transformer(a, max_seq)
     with torch.no_grad():
@@ -163,7 +163,7 @@ def build(a: ModelArgs, max_seq: int, device: str) -> Transformer:
                 nn.init.normal_(p, mean=1.0, std=0.1)
             else:
                 nn.init.normal_(p, std=0.02)
-            p.data = p.data.to(torch.bfloat16)
+            p.data = p.data.to(dtype)
     return model.requires_grad_(False).eval()
 
 
@@ -232,6 +232,7 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--dry-run", action="store_true", help="print megakittens' support report only")
+    p.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16", help="the weights' dtype")
     a = p.parse_args()
     for name in ("layers", "seq", "batch"):
         v = getattr(a, name)
@@ -246,7 +247,7 @@ def main() -> int:
     seq = a.seq or args.seq
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)
-    model = build(args, seq, device)
+    model = build(args, seq, device, getattr(torch, a.dtype))
     idx = torch.randint(0, args.vocab_size, (a.batch, seq), device=device)
 
     fn = megakittens.compile(model, verbose=a.verbose, dry_run=a.dry_run)
@@ -273,7 +274,7 @@ def main() -> int:
     eager = sorted(times[1:])[len(times[1:]) // 2]
 
     print(f"llama {a.config}: {args.n_layer} layers, dim {args.dim}, heads {args.n_head}/{args.n_local_heads}, "
-          f"vocab {args.vocab_size}, batch {a.batch}, seq {seq} on {device}")
+          f"vocab {args.vocab_size}, batch {a.batch}, seq {seq}, {a.dtype} on {device}")
     print(f"first call {first:.2f} s (compile + run), second call {second * 1e3:.1f} ms, eager {eager * 1e3:.1f} ms")
     ok, msg = verdict(h, logits, h_ref, logits_ref, lambda: model.float()(idx))
     print(msg)

@@ -43,6 +43,22 @@ def _check(h, logits, h_ref, logits_ref):
     assert decisive >= ARGMAX_MIN, f"argmax agreement {decisive:.3f} on decisive positions ({agree:.3f} on all)"
 
 
+def test_tiny_example_in_fp16_matches_eager():
+    """examples/llama.py --dtype float16: the same instructions as in bf16, each the f16 one, no copies."""
+    llama = _example()
+    args = llama.CONFIGS["tiny"]
+    model = llama.build(args, args.seq, "cpu", torch.float16)
+    idx = torch.randint(0, args.vocab_size, (2, args.seq))
+    h, logits = megakittens.compile(model)(idx)
+    h_ref, logits_ref = model(idx)
+    assert h.dtype == torch.float16
+    _check(h, logits, h_ref, logits_ref)
+    it = _itypes()
+    assert it.count("RMSNorm(eps=1e-05,f16)") == 2 * args.n_layer + 1
+    assert it.count("Attention(causal=1,scale=0.125,bshd=qkvo,f16)") == args.n_layer
+    assert not any(t.startswith("Copy") for t in it), it
+
+
 def test_tiny_example_matches_eager():
     llama = _example()
     args = llama.CONFIGS["tiny"]
