@@ -80,7 +80,7 @@ def compile(fn: Optional[Callable] = None, *, enable: bool = True, dry_run: bool
     Usable as ``compile(fn)``, ``@compile`` and ``@compile(verbose=True)``. The whole function must be one
     graph (a graph break is an error); every new input shape recompiles. Logger calls inside ``fn``
     (``logging.Logger`` methods, Hugging Face's ``warning_once``) are skipped rather than breaking the graph. Inputs: tensors of rank <= 4
-    (bfloat16; float32/float16 and int64 ids where docs/itypes.md says); a strided input (a transpose, a
+    (bfloat16 or float16; float32 and int64 ids where docs/itypes.md says); a strided input (a transpose, a
     step slice, an expand) runs on a contiguous copy made at each call. CPU tensors run on the reference
     interpreter. Outputs have the strides eager would give them.
 

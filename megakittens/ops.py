@@ -161,7 +161,8 @@ def _(mask, x):
 
 @torch.library.custom_op("megakittens::rms_norm", mutates_args=())
 def rms_norm(x: Tensor, weight: Optional[Tensor], eps: float) -> Tensor:
-    """y = x * rsqrt(mean(x^2, -1) + eps) * weight: x (..., R, C) bf16, weight (C,) or None; y x's shape.
+    """y = x * rsqrt(mean(x^2, -1) + eps) * weight: x (..., R, C) bf16 or fp16, weight (C,) of x's dtype or None;
+    y x's shape and dtype.
 
     Raises ValueError when weight is not of shape (C,).
     """
@@ -252,7 +253,8 @@ def _gemm_shape(a: Tensor, b: Tensor, op: str = "gemm") -> list[int]:
 
 @torch.library.custom_op("megakittens::gemm", mutates_args=())
 def gemm(a: Tensor, b: Tensor) -> Tensor:
-    """D = A @ B: A (..., M, K), B (..., K, N), equal leading dims; bf16 in, fp32 accumulate, D (..., M, N).
+    """D = A @ B: A (..., M, K), B (..., K, N), equal leading dims; bf16 or fp16 (both alike) in, fp32 accumulate,
+    D (..., M, N) in their dtype.
 
     Raises ValueError for mismatched shapes (no broadcasting).
     """
@@ -268,8 +270,8 @@ def _(a, b):
 @torch.library.custom_op("megakittens::gemm_swiglu", mutates_args=())
 def gemm_swiglu(a: Tensor, b: Tensor, b2: Tensor) -> Tensor:
     """D = silu(A @ B) * (A @ B2), a SwiGLU MLP's gate and up projections in one Gemm: A (..., M, K),
-    B and B2 (..., K, N) with A's leading dims; bf16 in, fp32 accumulate and epilogue, one rounding to
-    bf16, D (..., M, N). silu(x) = x * sigmoid(x) (Shazeer 2020, "GLU Variants Improve Transformer").
+    B and B2 (..., K, N) with A's leading dims; bf16 or fp16 in, fp32 accumulate and epilogue, one rounding to
+    that dtype, D (..., M, N). silu(x) = x * sigmoid(x) (Shazeer 2020, "GLU Variants Improve Transformer").
 
     Raises ValueError for mismatched shapes. The compiler also forms it from ``silu(x @ Wg) * (x @ Wu)``
     (src/trace/fuse_swiglu.h).
@@ -300,7 +302,7 @@ def _attention_check(q: Tensor, k: Tensor, v: Tensor) -> None:
 
 @torch.library.custom_op("megakittens::attention", mutates_args=())
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float) -> Tensor:
-    """o = softmax(scale * q k^T + mask) v: q (B, H, Sq, D), k, v (B, Hk, Sk, D), o (B, H, Sq, D), bf16.
+    """o = softmax(scale * q k^T + mask) v: q (B, H, Sq, D), k, v (B, Hk, Sk, D), o (B, H, Sq, D), bf16 or fp16.
 
     GQA: head h reads KV head h // (H / Hk). causal masks key j > query i (top-left aligned, as SDPA's
     is_causal). fp32 math, rounded once. Raises ValueError for shapes that are not BHSD-compatible.

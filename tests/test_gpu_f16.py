@@ -41,6 +41,9 @@ def test_f16_cases_on_gpu(cluster, global_queue):
     for n in names:
         for w in CASES[n][2]:
             assert any(k.startswith(w) for k in kinds), (n, w, kinds)
+    for k in kinds:  # every tensor-core instruction of the fp16 graph is the f16 one
+        if k.startswith(("Gemm", "Attention", "RMSNorm")):
+            assert k.endswith("f16)"), kinds
 
 
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 3000, 512), (4096, 4096, 4096)])

@@ -1,6 +1,7 @@
 // Embedding (docs/itypes.md): `rows` output rows, row r = weight row ids[r]. An id outside [0, V) is
-// reported (site 6: the host raises IndexError) and its row is not read. Plain loads and stores
-// ([Note: SIMT bodies]).
+// reported (site 6: the host raises IndexError at the next launch, or at this one under `sync`) and its
+// output row is NaN (no weight row is read): the call's result shows the error at once, as the asynchronous
+// report cannot. Plain loads and stores ([Note: SIMT bodies]).
 #pragma once
 #include "mk/simt.cuh"
 
@@ -31,6 +32,8 @@ struct EmbeddingBody {
       const long long id = ld_i64(ids, elem_offset(ids, ids0[0], ids0[1], ids0[2], ids0[3] + r));
       if (id < 0 || id >= V) {
         if (c.lane == 0) report_data_error(c, static_cast<int>(id < -2147483647LL ? -2147483647LL : id > 2147483647LL ? 2147483647LL : id), V);
+        const float nan[1] = {__int_as_float(0x7fc00000)};
+        for (int e = c.lane; e < C; e += 32) st_vec<1>(y, y.at(r, e), nan);
         continue;
       }
       const long long src = w.at(static_cast<int>(id), 0), dst = y.at(r, 0);
