@@ -267,12 +267,15 @@ __device__ __forceinline__ void simt_run(Ctx& c) {
   }
 }
 
-// Records an error found in the data (site 6: an index out of range), for the host to raise. The
-// calling warp carries on; every role stops at its next wait, which sees the abort flag.
+// Records an error found in the data (site 6: an index out of range), for the host to raise at the next
+// launch (or this one under `sync`), without aborting: the launch runs to its end, so its outputs are
+// computed, with the bad rows as the caller made them (the Embedding's are NaN), instead of left unwritten
+// by roles that stopped. Once per launch: word kDataErrorWord of the state (after the abort flag and the
+// work queue; zero until the host's reset after it raised); never over an abort's record.
+constexpr int kDataErrorWord = 2;
 __device__ __forceinline__ void report_data_error(Ctx& c, int value, int target) {
-  const bool was = c.aborted;
-  raise_abort(c, 6, -1, value, target, 0);
-  c.aborted = was;
+  if (!abort_raised(c) && atomicCAS(c.g->c.abort_flag + kDataErrorWord, 0, 1) == 0)
+    write_diag(c, 6, -1, value, target, 0);
 }
 
 // An IType whose whole work is Body::run(c, tid) (tid in [0, kSimtThreads)).

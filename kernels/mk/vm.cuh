@@ -331,8 +331,10 @@ __device__ __forceinline__ bool abort_raised(const Ctx& c) {
 // Records the first failure of this launch (later ones only see the abort flag) and raises the
 // abort flag that every spin loop polls. Inlined (a cold path): a call would make ptxas ignore the
 // setmaxnreg register split (C7507, "to maintain minimum register requirements" of the callee ABI).
-__device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
-  if (atomicCAS(c.g->c.abort_flag, 0, 1) == 0) {
+// The diagnostic record and then its flag, which the host reads ([Note: diagnostic record]); by the one lane
+// that won its CAS (raise_abort's on the abort flag, report_data_error's on kDataErrorWord).
+__device__ __forceinline__ void write_diag(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
+  {
     volatile Diag* d = c.g->c.diag;
     d->site = site;
     d->sm = static_cast<i32>(ptx::smid());
@@ -350,6 +352,9 @@ __device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int v
     d->flag = 1;
     __threadfence_system();
   }
+}
+__device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
+  if (atomicCAS(c.g->c.abort_flag, 0, 1) == 0) write_diag(c, site, barrier, value, target, waited_ns);
   c.aborted = true;
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kThreads = 384;
 constexpr int kDynamicSmem = 7 * 32768 + 1024;  // kernels/mk/vm.cuh kDynamicSmem
-constexpr int kStateHead = 16;                  // words before the barriers in state_
+constexpr int kStateHead = 16;  // words before the barriers in state_: abort flag, queue, data error (mk/simt.cuh)
 constexpr size_t kCommonBytes = ParamLayout::kCommonBytes, kSlotBytes = ParamLayout::kSlotBytes;
 constexpr size_t kMapBytes = ParamLayout::kMapBytes;
 
