@@ -69,13 +69,22 @@ def grouped_lines(prefix: str, hits: list) -> list:
 
 
 class _Megakernel(torch.nn.Module):
-    """Stands in for a partition's submodule: runs its compiled program, returns the outputs as a tuple."""
+    """Stands in for a partition's submodule: runs its compiled program, returns the outputs as a tuple.
 
-    def __init__(self, run: Callable[..., list]):
+    ``dtypes``: the floating dtype each argument has in the graph (None: not a floating tensor). An eager op
+    before the partition may return another one than its meta says (on the CPU, a bf16 train-mode batch norm
+    returns bf16 batch statistics where the meta, and CUDA, give fp32): such an argument is cast to the
+    graph's dtype, as the partition was compiled for it."""
+
+    def __init__(self, run: Callable[..., list], dtypes: Optional[list] = None):
         super().__init__()
         self.run = run
+        self.dtypes = dtypes or []
 
     def forward(self, *args: Any) -> tuple:
+        if self.dtypes:
+            args = tuple(a.to(d) if d is not None and isinstance(a, torch.Tensor) and a.dtype != d and
+                         a.dtype.is_floating_point else a for a, d in zip(args, self.dtypes)) + args[len(self.dtypes):]
         return tuple(self.run(*args))
 
 
@@ -254,4 +263,6 @@ def _compile_piece(owner: torch.fx.GraphModule, attr: str, program_name: str, op
         return
     result.megakernels.append((program_name, ops))
     if run is not None:
-        setattr(owner, attr, _Megakernel(run))
+        vals = [n.meta.get("val") for n in sub.graph.nodes if n.op == "placeholder"]
+        dtypes = [v.dtype if isinstance(v, torch.Tensor) and v.dtype.is_floating_point else None for v in vals]
+        setattr(owner, attr, _Megakernel(run, dtypes))

@@ -417,3 +417,20 @@ def test_no_leak_report_at_exit():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "leaked" not in r.stderr, r.stderr[-2000:]
+
+
+def test_train_mode_batch_norm_in_bf16_runs_with_its_statistics():
+    """A train-mode BatchNorm runs eagerly; on the CPU its bf16 batch statistics come back bf16 where the graph
+    (and CUDA) say fp32: the next megakernel casts them to the graph's dtype instead of refusing them. Output
+    and running statistics as eager's."""
+    import copy
+    m = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3, padding=1), torch.nn.BatchNorm2d(8),
+                            torch.nn.ReLU()).to(torch.bfloat16).train()
+    ref_model = copy.deepcopy(m)
+    x = randn(2, 4, 8, 8)
+    with torch.no_grad():
+        out = compile_eager_fallback(m)(x)
+        ref = ref_model(x)
+    check_close(out, ref)
+    for k in ("1.running_mean", "1.running_var"):
+        assert torch.equal(m.state_dict()[k], ref_model.state_dict()[k]), k
