@@ -5,6 +5,7 @@
 #include "ir/error.h"
 #include "itypes/itype.h"
 #include "trace/tracer.h"
+#include "schedule/program.h"
 
 namespace mk {
 namespace {
@@ -472,7 +473,7 @@ TEST(Trace, AttentionTakesAnAdditiveMaskInPlace) {
                          {2, 4, 128, 64});
     b.output({o});
     if (std::string(dtype) == "float32") {
-      expect_error(b.g, {"node 'sdpa'", "additive 4-D bfloat16 mask", "float32"});
+      expect_error(b.g, {"node 'sdpa'", "additive 4-D mask", "of the query's dtype (bfloat16)", "float32"});
       continue;
     }
     const DAG d = trace(b.g);
@@ -519,6 +520,40 @@ TEST(Trace, CustomOps) {
 }
 
 // nn.Linear on a 2-D input after AOTAutograd: t(weight) + addmm(bias, x, t).
+TEST(Trace, Float16OperandsTakeTheF16Instructions) {
+  // An fp16 linear: Gemm(tb,bias_row,f16); with a bf16 bias its schedule names the bias and both dtypes.
+  for (const char* bias_dtype : {"float16", "bfloat16"}) {
+    GraphBuilder b;
+    const int w = b.placeholder("w", {32, 64}, "float16");
+    const int bias = b.placeholder("bias", {32}, bias_dtype);
+    const int x = b.placeholder("x", {16, 64}, "float16");
+    const int t = b.call("t", "aten.t.default", {ref(w)}, {64, 32}, "float16");
+    const int mm = b.call("addmm", "aten.addmm.default", {ref(bias), ref(x), ref(t)}, {16, 32}, "float16");
+    b.output({mm});
+    const DAG d = trace(b.g);
+    EXPECT_EQ(by_name(d, "addmm").itype->str(), "Gemm(tb,bias_row,f16)");
+    if (std::string(bias_dtype) == "bfloat16") {  // validate() runs when the schedule is made
+      try {
+        schedule(d, ScheduleOptions{});
+        FAIL() << "schedule() did not throw";
+      } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("bias must be float16, got bfloat16"), std::string::npos) << e.what();
+      }
+    }
+  }
+  // RMSNorm and SDPA in fp16.
+  GraphBuilder b;
+  const int x = b.placeholder("x", {2, 4, 128, 64}, "float16");
+  const int w = b.placeholder("w", {64}, "float16");
+  const int n = b.call("norm", "megakittens.rms_norm.default", {ref(x), ref(w), real(1e-5)}, {2, 4, 128, 64}, "float16");
+  const int o = b.call("sdpa", "aten.scaled_dot_product_attention.default", {ref(n), ref(x), ref(x)}, {2, 4, 128, 64},
+                       "float16");
+  b.output({o});
+  const DAG d = trace(b.g);
+  EXPECT_EQ(by_name(d, "norm").itype->str(), "RMSNorm(eps=1e-05,f16)");
+  EXPECT_EQ(by_name(d, "sdpa").itype->str(), "Attention(causal=0,scale=0.125,f16)");
+}
+
 TEST(Trace, AddmmIsGemmWithBias) {
   GraphBuilder b;
   const int w = b.placeholder("arg0_1", {32, 64});
