@@ -4,8 +4,8 @@
 #include "fx_builder.h"
 #include "ir/error.h"
 #include "itypes/itype.h"
-#include "trace/tracer.h"
 #include "schedule/program.h"
+#include "trace/tracer.h"
 
 namespace mk {
 namespace {
