@@ -131,3 +131,48 @@ def test_f16_tiny_hf_llama_matches_eager():
     for w in ("Attention(causal=1,scale=0.125,bshd=qkvo,f16)", "Gemm(tb,swiglu,f16)", "Gemm(tb,rope=64,f16)",
               "RMSNorm(eps=1e-06,f16)"):
         assert w in kinds, (w, kinds)
+
+
+def test_f16_written_out_attention_with_fully_masked_rows_matches_eager():
+    """Hugging Face's eager attention in fp16 with left padding: the mask is fp16's lowest (-65504) where a key is
+    dropped, and the padded query rows drop every key. Eager's scores + mask round to fp16, so those rows average V;
+    Attention's fp32 scores would weight V by the scores instead, unless -65504 stands for bf16's lowest
+    ([Note: fp16 mask lowest], kernels/mk/itypes/attention.cuh), which it does."""
+    B, H, S, D, pad_len = 2, 2, 32, 64, 16
+
+    def attn(q, k, v, pad):
+        keep = torch.ones(S, S, dtype=torch.bool).tril()[None, None] & pad[:, None, None, :].bool()
+        mask = torch.zeros(B, 1, S, S, dtype=q.dtype).masked_fill(~keep, torch.finfo(q.dtype).min)
+        w = torch.softmax((q @ k.transpose(-2, -1)) * D ** -0.5 + mask, dim=-1, dtype=torch.float32).to(q.dtype)
+        return w @ v
+
+    q, k, v = rand(B, H, S, D), rand(B, H, S, D), rand(B, H, S, D)
+    pad = torch.ones(B, S, dtype=torch.long)
+    pad[0, :pad_len] = 0
+    with torch.no_grad():
+        out = megakittens.compile(attn)(q, k, v, pad)
+        ref = attn(q, k, v, pad)
+    assert any(k.startswith("Attention(") and "mask=add" in k and k.endswith("f16)") for k in icodes()), icodes()
+    assert rel_err(out[0, :, :pad_len], ref[0, :, :pad_len]) <= 1e-3  # the rows with every key dropped
+    assert rel_err(out, ref) <= 1e-2
+
+
+def test_f16_products_are_never_split_along_k():
+    """K = 16384 whose halves sum to +-131072 (past fp16's 65504) and whole to 1: split-K would round each half to
+    fp16 (inf); one Gemm accumulates in fp32 as eager does."""
+    M = N = 128
+    K = 16384
+    x = torch.ones(M, K, dtype=F16)
+    w = torch.cat([torch.full((K // 2, N), 16.0), torch.full((K // 2, N), -16.0)]).to(F16)
+    w[0] += 1.0 / 1.0  # the whole sum: 1
+    out = megakittens.compile(lambda x, w: x @ w)(x, w)
+    assert icodes().count("Gemm(f16)") == 1 and not any("bias_full" in k for k in icodes()), icodes()
+    assert torch.equal(out, torch.ones(M, N, dtype=F16)), out
+
+
+def test_f16_mixed_operand_dtypes_name_both():
+    """An fp16 weight times a bf16 activation (which eager refuses as well): the error names both dtypes."""
+    w = rand(64, 64)
+    x = rand(16, 64, dtype=torch.bfloat16)
+    with pytest.raises(Exception, match="share one dtype .* got input A bfloat16 and input B float16"):
+        megakittens.compile(lambda x, w: torch.ops.aten.mm.default(x, w))(x, w)

@@ -225,6 +225,10 @@ void Gemm::validate(const NodeInfo& n) const {
   const Operand &a = n.inputs[0], &b = n.inputs[1];
   const auto& out = n.outputs[0];
   const DType dt = half_dtype(flags_.f16);
+  if (a.dtype() != b.dtype() && is_float(a.dtype()) && is_float(b.dtype()))
+    fail("node '", n.name, "' (", n.target, "): the operands of a matrix product share one dtype (bfloat16 or float16), ",
+         "got input A ", dtype_name(a.dtype()), " and input B ", dtype_name(b.dtype()),
+         " (eager refuses this product too: cast one of them)");
   require_dtype(n, "input A", a.dtype(), dt);
   require_dtype(n, "input B", b.dtype(), dt);
   require_dtype(n, "output D", out.dtype, dt);
@@ -347,8 +351,10 @@ int64_t Gemm::split_k_chunk(int64_t K, int splits, int gemm_k) {
 
 int Gemm::split_k(const NodeInfo& n) const {
   const Profile& p = n.profile;
-  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_scale || !n.gemm_group_n.empty() || p.gemm_split_k <= 1 ||
-      p.num_sms < 1 || p.gemm_k < 1)
+  // f16: each split's partial sum is rounded to D's dtype, and fp16's range (65504) is not fp32's: partial sums
+  // that cancel later would overflow to inf where eager's one fp32 accumulation does not.
+  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_scale || flags_.f16 || !n.gemm_group_n.empty() ||
+      p.gemm_split_k <= 1 || p.num_sms < 1 || p.gemm_k < 1)
     return 1;
   const GemmDims g = gemm_dims(n, false);
   const int64_t row_ctas = g.ds[0] * g.ds[1] * g.MT * g.G;

@@ -54,6 +54,11 @@
 // (t - m) * log2(e): a mask entry of the dtype's lowest finite value (Hugging Face's) stays finite in t, so a
 // row with every key so masked averages V, as eager does, instead of turning NaN; a row whose every key is
 // -inf gives 0 (PyTorch's _safe_softmax). D = 128 takes 64-key blocks then (registers: the mask's BN / 4).
+// [Note: fp16 mask lowest] fp16's lowest finite value (-65504, an fp16 model's Hugging Face mask) would not
+// absorb the score in fp32 as bf16's and fp32's lowest do: where every key of a row is so masked, eager's
+// written-out attention (whose scores + mask round to fp16) averages V while an fp32 sum weights V by the
+// scores. So an fp16 mask entry of -65504 stands for bf16's lowest (-3.39e38): the row averages V, in both
+// dtypes and as the fp32 model does; rows with a key left are the same either way (exp2 of -65504 - m is 0).
 //
 // Layouts: P::bshd bit k (q, k, v) = that operand is a (B, S, H, D) tensor read as (B, H, S, D): its
 // TMA map is the slot's second xmap (box 64 d x 1 head x 64 rows, src/runtime/launch.cpp) and the
@@ -359,7 +364,9 @@ struct Attention {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const u32 w = mk[2 * (i >> 2) + ((i >> 1) & 1)];
-        s[i] = fmaf(s[i], P::scale, (i & 1) ? H::hi(w) : H::lo(w));
+        float mv = (i & 1) ? H::hi(w) : H::lo(w);
+        if constexpr (P::f16) mv = mv == -65504.f ? -3.38953139e38f : mv;  // [Note: fp16 mask lowest]
+        s[i] = fmaf(s[i], P::scale, mv);
       }
     }
     if (mask) {

@@ -12,6 +12,10 @@
 
 namespace mk {
 
+namespace {
+constexpr float kF16Lowest = -65504.f, kBf16Lowest = -3.38953139e38f;  // torch.finfo(float16 / bfloat16).min
+}  // namespace
+
 void Attention::execute(const Instruction& in, ExecContext& ctx) const {
   const int64_t b = in.indices[0], h = in.indices[1], hk = in.indices[2], s0 = in.indices[3];
   const int64_t q_rows = in.indices[4], kv_end = in.indices[5];
@@ -35,6 +39,11 @@ void Attention::execute(const Instruction& in, ExecContext& ctx) const {
     mask = ctx.load(in.src_slot(3), Box{{bm, hm, lo, 0}, {bm + 1, hm + 1, hi, kv_end}});
   }
   const float scale = static_cast<float>(scale_), inf = std::numeric_limits<float>::infinity();
+  // [Note: fp16 mask lowest] an fp16 mask entry at fp16's lowest finite value drops its key as bf16's and fp32's
+  // lowest do: it stands for bf16's lowest, which absorbs any score in fp32.
+  if (f16_)
+    for (float& x : mask)
+      if (x == kF16Lowest) x = kBf16Lowest;
   std::vector<float> o(q_rows * D, 0.f), p(kv_end);
   for (int64_t r = 0; r < q_rows; ++r) {
     const int64_t i = s0 + r;
