@@ -334,24 +334,22 @@ __device__ __forceinline__ bool abort_raised(const Ctx& c) {
 // The diagnostic record and then its flag, which the host reads ([Note: diagnostic record]); by the one lane
 // that won its CAS (raise_abort's on the abort flag, report_data_error's on kDataErrorWord).
 __device__ __forceinline__ void write_diag(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
-  {
-    volatile Diag* d = c.g->c.diag;
-    d->site = site;
-    d->sm = static_cast<i32>(ptx::smid());
-    d->cta = static_cast<i32>(blockIdx.x);
-    d->warp = c.warp;
-    d->lane = c.lane;
-    d->instruction = c.index;
-    d->icode = c.words ? icode_of(c.words[kWIcode]) : -1;
-    d->barrier = barrier;
-    d->value = value;
-    d->target = target;
-    d->epoch = c.g->c.epoch;
-    d->waited_ns = waited_ns;
-    __threadfence_system();
-    d->flag = 1;
-    __threadfence_system();
-  }
+  volatile Diag* d = c.g->c.diag;
+  d->site = site;
+  d->sm = static_cast<i32>(ptx::smid());
+  d->cta = static_cast<i32>(blockIdx.x);
+  d->warp = c.warp;
+  d->lane = c.lane;
+  d->instruction = c.index;
+  d->icode = c.words ? icode_of(c.words[kWIcode]) : -1;
+  d->barrier = barrier;
+  d->value = value;
+  d->target = target;
+  d->epoch = c.g->c.epoch;
+  d->waited_ns = waited_ns;
+  __threadfence_system();
+  d->flag = 1;
+  __threadfence_system();
 }
 __device__ __forceinline__ void raise_abort(Ctx& c, int site, int barrier, int value, int target, long long waited_ns) {
   if (atomicCAS(c.g->c.abort_flag, 0, 1) == 0) write_diag(c, site, barrier, value, target, waited_ns);
