@@ -225,7 +225,8 @@ void Gemm::validate(const NodeInfo& n) const {
   const Operand &a = n.inputs[0], &b = n.inputs[1];
   const auto& out = n.outputs[0];
   const DType dt = half_dtype(flags_.f16);
-  if (a.dtype() != b.dtype() && is_float(a.dtype()) && is_float(b.dtype()))
+  const auto half = [](DType t) { return t == DType::bf16 || t == DType::f16; };
+  if (a.dtype() != b.dtype() && half(a.dtype()) && half(b.dtype()))
     fail("node '", n.name, "' (", n.target, "): the operands of a matrix product share one dtype (bfloat16 or float16), ",
          "got input A ", dtype_name(a.dtype()), " and input B ", dtype_name(b.dtype()),
          " (eager refuses this product too: cast one of them)");
