@@ -177,6 +177,26 @@ def _amax_dims(x, dim=(), keepdim=False) -> Any:
     return _trailing_reduction(lambda t, d, k, **_: aten.amax.default(t, [d], k), x, dim, keepdim)
 
 
+def _isinf(x: torch.Tensor) -> Any:
+    """|x| == inf: a comparison with a number, which megakittens/masks.py lowers as any other mask."""
+    return NotImplemented if not x.dtype.is_floating_point else x.abs() == float("inf")
+
+
+def _any_all(x: torch.Tensor) -> Any:
+    """x.any() over every element of a boolean x: its sum (0 / 1 in fp32, exact to 2^24 elements, monotone past
+    that) > 0, a comparison of a sum (masks.py); T5's fp16 clamp, `where(isinf(h).any(), ...)`."""
+    if x.dtype != torch.bool or x.dim() == 0:
+        return NotImplemented
+    return _full_reduction(x.to(torch.float32), False, None) > 0
+
+
+def _clamp_tensor(x: torch.Tensor, min: Optional[torch.Tensor] = None, max: Optional[torch.Tensor] = None) -> Any:
+    """clamp(x, min, max) with tensor bounds: maximum, then minimum (eager's order: max wins where min > max;
+    NaN stays NaN), broadcast as torch broadcasts them."""
+    out = x if min is None else torch.maximum(x, min.to(x.dtype) if min.dim() == 0 else min)
+    return out if max is None else torch.minimum(out, max.to(x.dtype) if max.dim() == 0 else max)
+
+
 def _repeat(x: torch.Tensor, repeats: Sequence[int]) -> Any:
     """x.repeat(r0, r1, ..) (SigLIP's probe over the batch): per dim, a Cat of r copies (r <= 16), or the dim
     unsqueezed, expanded r times and merged (a Copy; rank <= 3 before the merge)."""
@@ -388,6 +408,9 @@ TABLE = {
     aten._safe_softmax.default: _safe_softmax,
     aten._log_softmax.default: _log_softmax,
     aten.roll.default: _roll,
+    aten.isinf.default: _isinf,
+    aten.any.default: _any_all,
+    aten.clamp.Tensor: _clamp_tensor,
     aten._transformer_encoder_layer_fwd.default: native_layers.transformer_encoder_layer,
     aten._native_multi_head_attention.default: native_layers.native_multi_head_attention,
     aten.linalg_vector_norm.default: _vector_norm,

@@ -176,3 +176,32 @@ def test_f16_mixed_operand_dtypes_name_both():
     x = rand(16, 64, dtype=torch.bfloat16)
     with pytest.raises(Exception, match="share one dtype .* got input A bfloat16 and input B float16"):
         megakittens.compile(lambda x, w: torch.ops.aten.mm.default(x, w))(x, w)
+
+
+def _t5_clamp(h):  # Hugging Face T5's fp16-only clamp
+    clamp_value = torch.where(torch.isinf(h).any(), torch.finfo(h.dtype).max - 1000, torch.finfo(h.dtype).max)
+    return torch.clamp(h * 2, min=-clamp_value, max=clamp_value)
+
+
+@pytest.mark.parametrize("with_inf", [False, True])
+def test_f16_isinf_any_where_clamp_as_t5_uses_them(with_inf, device="cpu"):
+    """isinf, any over every element, where of the result and clamp with tensor bounds (decompose.py) compile
+    with no fallback; the clamp value follows the inf, and values past fp16's range clamp as eager's."""
+    h = rand(8, 64, scale=4.0, device=device)
+    h[0, 0] = 40000.0  # h * 2 overflows to inf: clamped
+    if with_inf:
+        h[3, 5] = float("-inf")
+    out = megakittens.compile(_t5_clamp)(h)
+    ref = _t5_clamp(h)
+    assert torch.equal(out, ref), (out - ref).abs().max()
+
+
+def test_f16_t5_encoder_compiles_whole():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.T5Config(d_model=128, d_ff=256, num_layers=2, num_heads=4, d_kv=32, vocab_size=512)
+    m = transformers.T5EncoderModel(cfg).to(F16).eval()
+    ids = torch.randint(0, 512, (2, 40))
+    with torch.no_grad():
+        ref = m(input_ids=ids).last_hidden_state
+        out = megakittens.compile(m)(input_ids=ids).last_hidden_state
+    assert rel_err(out, ref) <= 1e-2

@@ -9,6 +9,7 @@ import torch
 import megakittens
 from common import rel_err
 from test_f16 import CASES, F16, icodes, rand, reference
+from test_f16 import test_f16_isinf_any_where_clamp_as_t5_uses_them as t5_clamp_case
 
 pytestmark = pytest.mark.gpu
 
@@ -73,3 +74,8 @@ def test_f16_hf_llama_on_gpu():
     assert out.dtype == F16
     assert rel_err(out, ref) <= max(2 * rel_err(eager, ref), 2e-2), (rel_err(out, ref), rel_err(eager, ref))
     assert any(k.startswith("Attention(") and k.endswith("f16)") for k in icodes()), icodes()
+
+
+@pytest.mark.parametrize("with_inf", [False, True])
+def test_f16_t5_clamp_on_gpu(with_inf):
+    t5_clamp_case(with_inf, device="cuda")
