@@ -192,7 +192,10 @@ def _any_all(x: torch.Tensor) -> Any:
 
 def _clamp_tensor(x: torch.Tensor, min: Optional[torch.Tensor] = None, max: Optional[torch.Tensor] = None) -> Any:
     """clamp(x, min, max) with tensor bounds: maximum, then minimum (eager's order: max wins where min > max;
-    NaN stays NaN), broadcast as torch broadcasts them."""
+    NaN stays NaN), broadcast as torch broadcasts them. Floating x and bounds only (an integer x with a float
+    bound promotes to float in eager: left to the op, which is reported)."""
+    if not x.dtype.is_floating_point or any(b is not None and not b.dtype.is_floating_point for b in (min, max)):
+        return NotImplemented
     out = x if min is None else torch.maximum(x, min.to(x.dtype) if min.dim() == 0 else min)
     return out if max is None else torch.minimum(out, max.to(x.dtype) if max.dim() == 0 else max)
 
