@@ -8,7 +8,7 @@ import torch
 
 import megakittens
 from common import rel_err
-from test_f16 import CASES, F16, icodes, rand, reference
+from test_f16 import CASES, F16, check_compiled, icodes, rand
 from test_f16 import test_f16_isinf_any_where_clamp_as_t5_uses_them as t5_clamp_case
 
 pytestmark = pytest.mark.gpu
@@ -29,22 +29,8 @@ def test_f16_cases_on_gpu(cluster, global_queue):
             k += nargs
         return tuple(outs)
 
-    flat = [a for n in names for a in built[n]]
-    before = [a.clone() for a in flat]
-    outs = megakittens.compile(every_case, cluster_size=cluster, global_work_queue=global_queue)(*flat)
-    refs = reference(every_case, flat)
-    assert len(outs) == len(refs)
-    for k, (o, r) in enumerate(zip(outs, refs)):
-        assert o.dtype == F16 and o.is_cuda, (k, o.dtype, o.device)
-        assert rel_err(o, r) <= 1e-2, (k, rel_err(o, r))
-    assert all(torch.equal(a, b) for a, b in zip(flat, before)), "an input was modified"
-    kinds = icodes()
-    for n in names:
-        for w in CASES[n][2]:
-            assert any(k.startswith(w) for k in kinds), (n, w, kinds)
-    for k in kinds:  # every tensor-core instruction of the fp16 graph is the f16 one
-        if k.startswith(("Gemm", "Attention", "RMSNorm")):
-            assert k.endswith("f16)"), kinds
+    check_compiled(every_case, [a for n in names for a in built[n]], [w for n in names for w in CASES[n][2]],
+                   cluster_size=cluster, global_work_queue=global_queue)
 
 
 @pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 3000, 512), (4096, 4096, 4096)])
