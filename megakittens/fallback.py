@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 import torch.fx
@@ -71,20 +71,22 @@ def grouped_lines(prefix: str, hits: list) -> list:
 class _Megakernel(torch.nn.Module):
     """Stands in for a partition's submodule: runs its compiled program, returns the outputs as a tuple.
 
-    ``dtypes``: the floating dtype each argument has in the graph (None: not a floating tensor). An eager op
-    before the partition may return another one than its meta says (on the CPU, a bf16 train-mode batch norm
+    ``floats``: (argument index, dtype) of the arguments that are floating tensors in the graph. An eager op
+    before the partition may return another dtype than its meta says (on the CPU, a bf16 train-mode batch norm
     returns bf16 batch statistics where the meta, and CUDA, give fp32): such an argument is cast to the
     graph's dtype, as the partition was compiled for it."""
 
-    def __init__(self, run: Callable[..., list], dtypes: Optional[list] = None):
+    def __init__(self, run: Callable[..., list], floats: Sequence[tuple] = ()):
         super().__init__()
         self.run = run
-        self.dtypes = dtypes or []
+        self.floats = list(floats)
 
     def forward(self, *args: Any) -> tuple:
-        if self.dtypes:
-            args = tuple(a.to(d) if d is not None and isinstance(a, torch.Tensor) and a.dtype != d and
-                         a.dtype.is_floating_point else a for a, d in zip(args, self.dtypes)) + args[len(self.dtypes):]
+        off = [(k, d) for k, d in self.floats if args[k].dtype != d and args[k].dtype.is_floating_point]
+        if off:
+            args = list(args)
+            for k, d in off:
+                args[k] = args[k].to(d)
         return tuple(self.run(*args))
 
 
@@ -264,5 +266,5 @@ def _compile_piece(owner: torch.fx.GraphModule, attr: str, program_name: str, op
     result.megakernels.append((program_name, ops))
     if run is not None:
         vals = [n.meta.get("val") for n in sub.graph.nodes if n.op == "placeholder"]
-        dtypes = [v.dtype if isinstance(v, torch.Tensor) and v.dtype.is_floating_point else None for v in vals]
-        setattr(owner, attr, _Megakernel(run, dtypes))
+        floats = [(k, v.dtype) for k, v in enumerate(vals) if isinstance(v, torch.Tensor) and v.dtype.is_floating_point]
+        setattr(owner, attr, _Megakernel(run, floats))
