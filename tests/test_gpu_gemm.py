@@ -126,6 +126,24 @@ def g_rms_fold_swiglu(r, x, w1, nw, wg, wu):  # Gemm(tb,bias_full,rms_out) -> Ge
     return torch.nn.functional.silu(y @ wg.t()) * (y @ wu.t())
 
 
+def g_rmsin_linear(x, nw, w):  # RMSNorm -> Gemm(tb,rms_in): the norm folded into its reader
+    return _rms_norm(x, nw) @ w.t()
+
+
+def g_rmsin_linear_bias(x, nw, w, b):  # Gemm(tb,bias_row,rms_in): q / k / v with a bias (Qwen2)
+    return torch.nn.functional.linear(_rms_norm(x, nw), w, b)
+
+
+def g_rmsin_swiglu(x, nw, wg, wu):  # Gemm(tb,swiglu,rms_in), x 3-D: A read through a reshape of x
+    y = _rms_norm(x, nw)
+    return torch.nn.functional.silu(y @ wg.t()) * (y @ wu.t())
+
+
+def g_rmsin_two_readers(x, nw, wq, wk):  # two Gemms reading one norm (q / k style); the sum a residual epilogue
+    y = _rms_norm(x, nw)
+    return y @ wq.t() + y @ wk.t()
+
+
 # name -> (fn, input shapes); Gemm shapes are M x N x K.
 CASES = {
     "mm_512x256x64": (g_mm, [(512, 64), (64, 256)]),
@@ -172,6 +190,13 @@ FLAG_CASES = {
     "rms_fold_1000x512x256": (g_rms_fold, [(1000, 512), (1000, 256), (512, 256), (512,), (768, 512)], 1),
     "rms_fold_swiglu_300x512x256": (g_rms_fold_swiglu, [(300, 512), (300, 256), (512, 256), (512,), (640, 512),
                                                          (640, 512)], 2),
+    # rms_in (src/trace/fuse_rms_norm_gemm.h, under MEGAKITTENS_FUSE=rms_in): ragged M and K (520: a last k-tile of 8 columns),
+    # a 3-D x, m_rows <= 64 (warpgroup 1 idle), two readers of one norm
+    "rmsin_linear_1000x768x520": (g_rmsin_linear, [(1000, 520), (520,), (768, 520)], 1),
+    "rmsin_linear_bias_300x1000x256_c2": (g_rmsin_linear_bias, [(300, 256), (256,), (1000, 256), (1000,)], 2),
+    "rmsin_swiglu_2x300x640x512": (g_rmsin_swiglu, [(2, 300, 512), (512,), (640, 512), (640, 512)], 2),
+    "rmsin_two_readers_56x384x256": (g_rmsin_two_readers, [(56, 256), (256,), (384, 256), (384, 256)], 1),
+    "rmsin_two_readers_100x384x256_c2": (g_rmsin_two_readers, [(100, 256), (256,), (384, 256), (384, 256)], 2),
 }
 
 
@@ -242,6 +267,8 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
     assert any(n.startswith("Gemm(") for n in program.icodes), program.icodes  # a flagged Gemm
     assert case.startswith("act_") == any("act=" in n for n in program.icodes), program.icodes
     assert case.startswith("rms_") == any("rms_out" in n for n in program.icodes), program.icodes
+    assert case.startswith("rmsin_") == any("rms_in=" in n for n in program.icodes), program.icodes
+    assert not any(n.startswith("RMSNorm") for n in program.icodes), program.icodes
     assert not any(n.startswith("Elementwise") for n in program.icodes), program.icodes
     _launch_twice_and_check(case, program, fn, shapes, global_queue)
 
@@ -250,8 +277,9 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
 def _flag_program(case, tile_n):
     from megakittens import gpu
     fn, shapes, cluster = FLAG_CASES[case]
-    # The rms fold is opt-in (src/trace/fuse_gemm_rms_norm.h).
-    with mock.patch.dict(os.environ, {"MEGAKITTENS_FUSE": "gemm_rms"} if case.startswith("rms_") else {}):
+    # The rms folds are opt-in (src/trace/fuse_gemm_rms_norm.h, src/trace/fuse_rms_norm_gemm.h).
+    fuse = "gemm_rms" if case.startswith("rms_") else "rms_in" if case.startswith("rmsin_") else ""
+    with mock.patch.dict(os.environ, {"MEGAKITTENS_FUSE": fuse} if fuse else {}):
         return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}",
                            gemm_n=tile_n)
 

@@ -54,11 +54,19 @@ def _compile_no_fallback(fn):
     return run
 
 
+# MEGAKITTENS_FUSE settings each model runs under: the default, and the norms folded into their Gemms
+# (src/trace/fuse_rms_norm_gemm.h, opt-in until measured).
+FUSE = ["", "rms_in"]
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("fuse", FUSE)
 @pytest.mark.parametrize("config,layers,seq", [("1b", 16, 1024), ("8b", 4, 2048)])
-def test_example_llama_is_one_megakernel(config, layers, seq):
+def test_example_llama_is_one_megakernel(config, layers, seq, fuse, monkeypatch):
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
+    monkeypatch.setenv("MEGAKITTENS_FUSE", fuse)
+    torch._dynamo.reset()
     llama = _example()
     args = replace(llama.CONFIGS[config], n_layer=layers)
     torch.manual_seed(0)
@@ -71,15 +79,20 @@ def test_example_llama_is_one_megakernel(config, layers, seq):
         h_ref, logits_ref = model(idx)
     n, names = _megakernel_launches(fn, idx)
     assert n == 1, names
+    icodes = mk_backend.dispatchers[-1].program.icodes
+    assert any("rms_in=" in c for c in icodes) == (fuse == "rms_in"), icodes
     ok, msg = llama.verdict(h, logits, h_ref, logits_ref, lambda: model.float()(idx))
     assert ok, msg
 
 
 @pytest.mark.gpu
-def test_hf_llama_model_1b_shape_is_one_megakernel():
+@pytest.mark.parametrize("fuse", FUSE)
+def test_hf_llama_model_1b_shape_is_one_megakernel(fuse, monkeypatch):
     """All 16 layers: ~220 slots, so the tile maps live in device memory (kernels/mk/vm.cuh [Note: tile maps])."""
     if not _gpu_ok():
         pytest.skip("needs a Hopper GPU and the GPU runtime")
+    monkeypatch.setenv("MEGAKITTENS_FUSE", fuse)
+    torch._dynamo.reset()
     transformers = pytest.importorskip("transformers")
     cfg = transformers.LlamaConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                                    num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=2048,
@@ -99,6 +112,8 @@ def test_hf_llama_model_1b_shape_is_one_megakernel():
         assert mk_backend.dispatchers[-1]._gpu_error == "", mk_backend.dispatchers[-1]._gpu_error
         n, names = _megakernel_launches(fn, ids)
         assert n == 1, names
+        icodes = mk_backend.dispatchers[-1].program.icodes
+        assert any("rms_in=" in c for c in icodes) == (fuse == "rms_in"), icodes
         # bf16 drift over 16 layers (H200, 2026-12-01: 3.1e-2 vs eager; vs fp32 2.8e-2, eager 2.9e-2)
         ok, msg = _example().verdict(h, None, h_ref, None,
                                      lambda: (model.float()(input_ids=ids, use_cache=False).last_hidden_state, None))

@@ -509,3 +509,49 @@ def test_rms_norm_folds_into_the_gemms_only_where_allowed(monkeypatch, fn, shape
     if fn is rms_split_k:  # the split's pieces: only the last carries rms_out
         gemms = [t for t in itypes if t.startswith("Gemm(tb,bias_full")]
         assert len(gemms) >= 2 and gemms.count("Gemm(tb,bias_full,rms_out)") == 1, itypes
+
+
+# --- an RMSNorm folded into the Gemms reading it (MEGAKITTENS_FUSE=rms_in; src/trace/fuse_rms_norm_gemm.h) ---
+
+def rmsin_linear(x, nw, w):  # folded: the Gemm reads x and the weight
+    return _hf_rms_norm(x, nw) @ w.T
+
+
+def rmsin_3d_swiglu(x, nw, wg, wu):  # a 3-D x read through a reshape; the swiglu Gemm takes it
+    y = _hf_rms_norm(x, nw)
+    return torch.nn.functional.silu(y @ wg.T) * (y @ wu.T)
+
+
+def rmsin_also_returned(x, nw, w):  # the norm's output is a graph output too: kept
+    y = _hf_rms_norm(x, nw)
+    return y @ w.T, y
+
+
+def rmsin_computed_weight(x, nw, w):  # the weight is computed in the graph: kept
+    return _hf_rms_norm(x, nw * 2) @ w.T
+
+
+def rmsin_transposed_reader(x, nw, w):  # read as B (y.T @ w): kept
+    return _hf_rms_norm(x, nw).T @ w
+
+
+@pytest.mark.parametrize("fn,shapes,folded", [
+    (rmsin_linear, [(200, 264), (264,), (136, 264)], 1),
+    (rmsin_3d_swiglu, [(2, 72, 256), (256,), (128, 256), (128, 256)], 1),
+    (rmsin_also_returned, [(64, 256), (256,), (128, 256)], 0),
+    (rmsin_computed_weight, [(64, 256), (256,), (128, 256)], 0),
+    (rmsin_transposed_reader, [(256, 64), (64,), (256, 128)], 0),
+])
+@pytest.mark.parametrize("switch", ["rms_in", "", "no_rms_in"])
+def test_rms_norm_folds_into_its_readers_only_where_allowed(monkeypatch, fn, shapes, folded, switch):
+    monkeypatch.setenv("MEGAKITTENS_FUSE", switch)
+    torch._dynamo.reset()
+    args = [randn(*s) for s in shapes]
+    out = megakittens.compile(fn)(*args)
+    ref = fn(*args)
+    for o, e in zip(out if isinstance(out, tuple) else (out,), ref if isinstance(ref, tuple) else (ref,)):
+        check_close(o, e)
+    itypes = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    folded = folded and switch == "rms_in"  # off by default
+    assert any("rms_in=1e-06" in t for t in itypes) == bool(folded), itypes
+    assert any(t.startswith("RMSNorm") for t in itypes) != bool(folded), itypes

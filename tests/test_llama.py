@@ -183,6 +183,28 @@ def test_hf_llama_rms_fold_matches_eager(monkeypatch):
     assert not any("rms_" in t for t in _itypes())
 
 
+def test_hf_llama_rms_in_matches_eager(monkeypatch):
+    """MEGAKITTENS_FUSE=rms_in (src/trace/fuse_rms_norm_gemm.h): every norm read only by Gemms folds into them (q,
+    k and v; the swiglu Gemm), the first layer's too; the final norm (a graph output) stays."""
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "rms_in")
+    torch._dynamo.reset()
+    model = _hf_model("LlamaForCausalLM")
+    ids = torch.randint(0, 512, (1, 64))
+
+    def fwd(ids):
+        out = model(input_ids=ids, use_cache=False, output_hidden_states=True)
+        return out.hidden_states[-1], out.logits
+
+    with torch.no_grad():
+        h_ref, logits_ref = fwd(ids)
+        h, logits = megakittens.compile(fwd)(ids)
+    _check(h, logits, h_ref, logits_ref)
+    it = _itypes()
+    assert it.count("RMSNorm(eps=1e-06)") == 1, it
+    assert sum("rms_in=1e-06" in t for t in it) == 8, it  # q, k, v and gate / up of both layers
+    assert it.count("Gemm(tb,swiglu,rms_in=1e-06)") == 2, it
+
+
 def test_hf_llama_model_matches_eager():
     model = _hf_model("LlamaModel", layers=1)
     ids = torch.randint(0, 512, (2, 48))

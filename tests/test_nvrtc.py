@@ -356,6 +356,33 @@ def test_llama_layer_with_the_rms_fold_compiles_without_spills(monkeypatch):
     _assert_no_spills(log, wgmma=True)
 
 
+def test_llama_layer_with_rms_in_compiles_without_spills(monkeypatch):
+    """MEGAKITTENS_FUSE=rms_in: the layer's norms fold into q / k / v and the swiglu Gemm (A fragments loaded,
+    squared and scaled by the norm's weight in the mainloop, wgmma with A from registers; eps a constant of the
+    icode); no spill and no serialized wgmma."""
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "rms_in")
+    p = _example_llama_program()
+    src, cubin, log = _compile(p)
+    eps = 0x3727c5ac  # 1e-05 as fp32 bits (the example's norm_eps)
+    for body in (f"mk::GemmT<false, true, 0, false, mk::Unary::identity, 0, 4, false, {eps}>",
+                 f"mk::GemmT<false, true, 0, true, mk::Unary::identity, 0, 4, false, {eps}>"):
+        assert body in src, body
+    assert "mk::RMSNorm<" in src  # the final norm is a graph output
+    _assert_no_spills(log, wgmma=True)
+
+
+@pytest.mark.parametrize("case", ["rmsin_linear_bias_300x1000x256_c2", "rmsin_swiglu_2x300x640x512"])
+def test_rms_in_gemm_compiles_without_spills(monkeypatch, case):
+    """rms_in beside a bias row (its eps takes no index word) and beside swiglu, in clusters of 2."""
+    from test_gpu_gemm import FLAG_CASES
+    monkeypatch.setenv("MEGAKITTENS_FUSE", "rms_in")
+    fn, shapes, cluster = FLAG_CASES[case]
+    p = program_for(fn, shapes, cluster_size=cluster)
+    assert any("rms_in=1e-05" in c for c in p.icodes), p.icodes
+    src, cubin, log = _compile(p)
+    _assert_no_spills(log, wgmma=True)
+
+
 def test_maps_in_global_switch(monkeypatch):
     """MEGAKITTENS_MAPS_IN_GLOBAL=1 (src/runtime/codegen.cpp param_layout): a program whose maps fit the kernel
     parameter keeps them in the device buffer, as the large models do; the kernel compiles without spills."""

@@ -127,6 +127,16 @@ __device__ __forceinline__ u64 wgmma_desc_plus(u64 desc, u32 bytes) {
 
 // The wgmma.mma_async wrappers themselves: kernels/mk/wgmma.cuh.
 
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16 (not in cuda::ptx 3.0): four 8x8 16-bit matrices, lane l giving
+// the shared address of row l % 8 of matrix l / 8; register j of lane l receives matrix j's row l / 4,
+// columns 2 (l % 4) + {0, 1} (the lower column in the lower half).
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 smem_byte_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_byte_addr)
+               : "memory");
+}
+
 // Named barriers (bar.sync / bar.arrive) over `n` threads; ID is a compile-time constant (a run-time
 // ID makes ptxas reserve all 16). ID 0 is __syncthreads; the VM uses no other.
 template <int ID>

@@ -1,6 +1,6 @@
 // wgmma.mma_async wrappers (sm_90a): D(64 x N, fp32 registers) (+)= A(64 x 16) * B(16 x N), A and B bf16, or
-// fp16 with F16, for N = 64 and 128 (both operands in shared memory: _ss, or A in registers: _rs,
-// FlashAttention's P operand) and N = 256 (_ss). One warpgroup-collective instruction; scale_d = 0
+// fp16 with F16, for N = 64, 128 and 256 (both operands in shared memory: _ss, or A in registers: _rs,
+// FlashAttention's P operand, the Gemm's rms_in A). One warpgroup-collective instruction; scale_d = 0
 // overwrites D, 1 accumulates. d[4i + e] is row 16*warp + lane/4 + 8*(e/2), column 8i + 2*(lane%4) + e%2 of
 // the warpgroup's 64 x N tile.
 // Transpose immediates chosen at compile time (Gemm flags): TransA = 0 for a K-major A (row-major (M, K)
@@ -74,6 +74,12 @@
                ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"                      \
                : MK_WGMMA_D64                                                             \
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(scale_d), "n"(TransB))
+#define MK_WGMMA_RS_N256(TY)                                                                   \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"                                   \
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " " MK_WGMMA_R128          \
+               ", {%128, %129, %130, %131}, %132, p, 1, 1, %134;\n}\n"                      \
+               : MK_WGMMA_D128                                                             \
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(scale_d), "n"(TransB))
 
 namespace mk::ptx {
 
@@ -109,6 +115,13 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], u32 a0, u32 
   else MK_WGMMA_RS_N128("bf16");
 }
 
+template <int TransB, bool F16 = false>
+__device__ __forceinline__ void wgmma_m64n256k16_rs(float (&d)[128], u32 a0, u32 a1, u32 a2, u32 a3, u64 desc_b,
+                                                    int scale_d) {
+  if constexpr (F16) MK_WGMMA_RS_N256("f16");
+  else MK_WGMMA_RS_N256("bf16");
+}
+
 }  // namespace mk::ptx
 
 #undef MK_WGMMA_R32
@@ -122,3 +135,4 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], u32 a0, u32 
 #undef MK_WGMMA_SS_N256
 #undef MK_WGMMA_RS_N64
 #undef MK_WGMMA_RS_N128
+#undef MK_WGMMA_RS_N256

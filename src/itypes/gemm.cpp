@@ -64,6 +64,11 @@ std::string Gemm::params() const {
     std::snprintf(buf, sizeof buf, "rms_scale=%.9g", *flags_.rms_scale);
     add(buf);
   }
+  if (flags_.rms_in) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "rms_in=%.9g", *flags_.rms_in);
+    add(buf);
+  }
   if (flags_.f16) add("f16");
   return p;
 }
@@ -163,6 +168,7 @@ void Gemm::validate_rope(const NodeInfo& n) const {
 
 // [Note: gemm rms fold] kernels/mk/itypes/gemm.cuh.
 void Gemm::validate_rms(const NodeInfo& n) const {
+  if (flags_.rms_in) validate_rms_in(n);
   if (!flags_.rms_out && !flags_.rms_scale) return;
   if (flags_.f16)
     fail("node '", n.name, "' (", n.target, "): the rms_out / rms_scale epilogue is bfloat16 only (flags ", params(), ")");
@@ -206,6 +212,24 @@ void Gemm::validate_rms(const NodeInfo& n) const {
            ss.backing.str());
     require_ss("input ss", ss.backing, K / 64);
   }
+}
+
+// [Note: gemm rms_in] kernels/mk/itypes/gemm.cuh.
+void Gemm::validate_rms_in(const NodeInfo& n) const {
+  if (flags_.f16 || flags_.rms_out || flags_.rms_scale)
+    fail("node '", n.name, "' (", n.target, "): the rms_in Gemm is bfloat16 only and goes with no rms_out or ",
+         "rms_scale (flags ", params(), ")");
+  const Operand& a = n.inputs[0];
+  const Coord4 av = a.padded();
+  if (flags_.transpose_a || av[0] * av[1] != 1 || a.range.view_shape.size() != 2 || a.backing.padded() != av ||
+      !a.range.is_full(av) || av[3] % 8 != 0)
+    fail("node '", n.name, "' (", n.target, "): the rms_in Gemm needs A as a whole 2-D (M, K) tensor, not ",
+         "transposed, K a multiple of 8 (the norm's rows), got view ", a.range.str(), " of ", a.backing.str());
+  const Operand& w = n.inputs[rms_w_input()];
+  require_dtype(n, "rms weight", w.dtype(), DType::bf16);
+  if (w.shape() != std::vector<int64_t>{av[3]} || !w.range.is_full(w.backing.padded()))
+    fail("node '", n.name, "' (", n.target, "): the rms weight must be a whole (K,) tensor with K=", av[3],
+         ", got view ", w.range.str(), " of ", w.backing.str());
 }
 
 void Gemm::validate(const NodeInfo& n) const {
@@ -354,7 +378,7 @@ int Gemm::split_k(const NodeInfo& n) const {
   const Profile& p = n.profile;
   // f16: each split's partial sum is rounded to D's dtype, and fp16's range (65504) is not fp32's: partial sums
   // that cancel later would overflow to inf where eager's one fp32 accumulation does not.
-  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_scale || flags_.f16 || !n.gemm_group_n.empty() ||
+  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_scale || flags_.rms_in || flags_.f16 || !n.gemm_group_n.empty() ||
       p.gemm_split_k <= 1 || p.num_sms < 1 || p.gemm_k < 1)
     return 1;
   const GemmDims g = gemm_dims(n, false);
@@ -418,6 +442,7 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
       d.reads[rms_w_input()].push_back(rows_box(0, 0, 0, 1, n0, n0 + n_cols));
     }
     if (flags_.rms_scale) d.reads[rms_ss_input()].push_back(rows_box(0, 0, r0, r1, 0, g.K / 64));
+    if (flags_.rms_in) d.reads[rms_w_input()].push_back(Box::of_shape(n.inputs[rms_w_input()].padded()));
   }
   if (g.K > 0) d.reads[1].push_back(rows_box(t.b, t.d, 0, g.K, n0, n0 + n_cols));
   if (flags_.swiglu && g.K > 0) d.reads[2].push_back(rows_box(t.b, t.d, 0, g.K, n0, n0 + n_cols));
@@ -433,7 +458,7 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   }
   if (flags_.rope != 0 && r1 > r0)  // the rows m % T of the tables: the whole of both (they are small)
     for (int k = rope_input(); k < rope_input() + 2; ++k) d.reads[k].push_back(Box::of_shape(n.inputs[k].padded()));
-  if (flags_.rms_scale) {  // the next word: eps as float bits
+  if (flags_.rms_scale) {  // the next word: eps as float bits (rms_in's is a constant of the icode)
     const float eps = static_cast<float>(*flags_.rms_scale);
     int32_t bits;
     std::memcpy(&bits, &eps, sizeof bits);

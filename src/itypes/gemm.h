@@ -30,6 +30,11 @@ class Gemm final : public IType {
   // more input, ss (M, K / 64) of the Gemm that wrote A, and the accumulator's row m scaled by
   // rsqrt(sum_j ss[m, j] / K + eps) before everything else in the epilogue; A and D 2-D, A not transposed.
   // Not both on one Gemm (the fold never makes one, and the device epilogue does not combine them).
+  // rms_in = eps: an RMSNorm with a weight folded into the Gemms reading its output (src/trace/
+  // fuse_rms_norm_gemm.h): A is the norm's input x (2-D, not transposed, K its whole rows), one more input,
+  // the norm's weight w (K,) bf16, a graph input; D = rsqrt(mean_k x^2 + eps) * (bf16(x * w) @ B), the row
+  // scale applied before everything else in the epilogue; never split along K. Not with rms_out / rms_scale.
+  // eps is a constant of the icode (no index word: a Gemm with a bias has none left).
   struct Flags {
     bool transpose_a = false, transpose_b = false;
     Bias bias = Bias::none;
@@ -38,6 +43,7 @@ class Gemm final : public IType {
     int rope = 0;
     bool rms_out = false;
     std::optional<double> rms_scale;
+    std::optional<double> rms_in;
     bool f16 = false;  // operands, bias, tables and D are float16 instead of bfloat16
     bool operator==(const Flags&) const = default;
   };
@@ -48,7 +54,7 @@ class Gemm final : public IType {
 
   std::string name() const override { return "Gemm"; }
   // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu", "act=<op>", "rope=<D>", "rms_out",
-  // "rms_scale=<eps>", "f16"; "" for plain A @ B.
+  // "rms_scale=<eps>", "rms_in=<eps>", "f16"; "" for plain A @ B.
   std::string params() const override;
   void validate(const NodeInfo&) const override;
   // Batch dims straight, the last two straight or (A, B, swiglu's B2) swapped; no broadcast (require_gemm_view).
@@ -58,11 +64,11 @@ class Gemm final : public IType {
   bool late_input(int k) const override { return k >= (flags_.swiglu ? 3 : 2); }
   // The input index of the cos table (sin follows) of a rope Gemm: after A, B and the bias, if any.
   int rope_input() const { return flags_.bias != Bias::none ? 3 : 2; }
-  // The input index of rms_out's weight: after A, B, the bias or B2, the rope tables.
+  // The input index of rms_out's (or rms_in's) weight: after A, B, the bias or B2, the rope tables.
   int rms_w_input() const { return (flags_.bias != Bias::none || flags_.swiglu ? 3 : 2) + (flags_.rope != 0 ? 2 : 0); }
   // The input index of rms_scale's ss: after the rms weight, if any.
   int rms_ss_input() const { return rms_w_input() + (flags_.rms_out ? 1 : 0); }
-  int num_inputs() const { return rms_ss_input() + (flags_.rms_scale ? 1 : 0); }
+  int num_inputs() const { return flags_.rms_in ? rms_w_input() + 1 : rms_ss_input() + (flags_.rms_scale ? 1 : 0); }
   // How many pieces phase 0 (src/schedule/phase0_split_k.cpp) cuts this node's K into: the count, up
   // to Profile::gemm_split_k, whose instruction waves (plus Profile::gemm_split_chain_steps per extra
   // piece) take the least estimated time, when that is
@@ -83,6 +89,7 @@ class Gemm final : public IType {
  private:
   void validate_rope(const NodeInfo&) const;
   void validate_rms(const NodeInfo&) const;
+  void validate_rms_in(const NodeInfo&) const;
   Flags flags_;
 };
 

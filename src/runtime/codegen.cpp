@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "itypes/attention.h"
 #include "itypes/copy.h"
@@ -31,6 +32,15 @@ std::string float_literal(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%af", static_cast<double>(static_cast<float>(v)));
   return buf;
+}
+
+// rms_in's eps as GemmT's RMS_EPS: the bits of the fp32 the graph's eps rounds to (0 without rms_in).
+int32_t rms_eps_bits(const Gemm::Flags& f) {
+  if (!f.rms_in) return 0;
+  const float eps = static_cast<float>(*f.rms_in);
+  int32_t bits;
+  std::memcpy(&bits, &eps, sizeof bits);
+  return bits;
 }
 
 // Bit 0: some node of `icode` has head dim 64, bit 1: 128 (which Attention bodies to instantiate).
@@ -181,9 +191,9 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
                                       std::to_string(bias), f.swiglu ? "true" : "false",
                                       "mk::Unary::" + (f.act.empty() ? std::string("identity") : UnaryStep::parse(f.act).name),
                                       std::to_string(f.rope),
-                                      std::to_string((f.rms_out ? 1 : 0) | (f.rms_scale ? 2 : 0)),
-                                      f.f16 ? "true" : "false"};
-        const size_t n = f.f16 ? 8 : f.rms_out || f.rms_scale ? 7 : f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
+                                      std::to_string(f.rms_in ? 4 : (f.rms_out ? 1 : 0) | (f.rms_scale ? 2 : 0)),
+                                      f.f16 ? "true" : "false", std::to_string(rms_eps_bits(f))};
+        const size_t n = f.rms_in ? 9 : f.f16 ? 8 : f.rms_out || f.rms_scale ? 7 : f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
         std::string t = "mk::GemmT<";
         for (size_t k = 0; k < n; ++k) t += (k ? ", " : "") + a[k];
         return t + ">";

@@ -9,6 +9,7 @@
 #include "trace/fuse_elementwise.h"
 #include "trace/fuse_gemm_act.h"
 #include "trace/fuse_gemm_rms_norm.h"
+#include "trace/fuse_rms_norm_gemm.h"
 #include "trace/fuse_gemm_rope.h"
 #include "trace/fuse_repeat_kv.h"
 #include "trace/fuse_residual.h"
@@ -473,6 +474,7 @@ DAG trace(const FxGraph& g, bool fuse) {
   fuse_attention_output(dag);
   fuse_elementwise(dag);
   fuse_gemm_rms_norm(dag);
+  fuse_rms_norm_gemm(dag);
   return dag;
 }
 

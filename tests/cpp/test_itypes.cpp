@@ -1191,6 +1191,42 @@ TEST(GemmIType, RmsFoldFlags) {
   EXPECT_NE(b.find("do not go together"), std::string::npos) << b;
 }
 
+TEST(GemmIType, RmsInFlag) {
+  // [Note: gemm rms_in]: one more input (the norm's weight, read whole), no index word for eps (a constant of
+  // the icode: a Gemm with a bias has 16 words already), never split along K; a weight of the wrong length or a
+  // transposed A is rejected.
+  const Profile p = Profile::h200(132);
+  Gemm::Flags f = gflags(false, true);
+  f.rms_in = 1e-6;
+  const Gemm g(f);
+  EXPECT_EQ(g.params(), "tb,rms_in=1e-06");
+  EXPECT_EQ(g.num_inputs(), 3);
+  const NodeInfo n = node({whole({1024, 512}), transposed({640, 512}), whole({512})}, {bf16({1024, 640})}, p);
+  g.validate(n);
+  EXPECT_EQ(g.split_k(node({whole({128, 8192}), transposed({256, 8192}), whole({8192})}, {bf16({128, 256})}, p)), 1);
+  const InstrDesc d = g.instruction(n, 0);
+  ASSERT_EQ(d.reads.size(), 3u);
+  ASSERT_EQ(d.reads[2].size(), 1u);
+  EXPECT_EQ(d.reads[2][0].hi[3], 512);  // the whole weight
+  EXPECT_EQ(d.indices.size(), 15u);
+  Gemm::Flags fb = gflags(false, true, Gemm::Bias::row);
+  fb.rms_in = 1e-6;
+  const NodeInfo nb = node({whole({1024, 512}), transposed({640, 512}), whole({640}), whole({512})},
+                           {bf16({1024, 640})}, p);
+  Gemm(fb).validate(nb);
+  EXPECT_EQ(Gemm(fb).instruction(nb, 0).indices.size(), 16u);  // the bias offset, nothing after it
+  const std::string w = error_of([&] {
+    g.validate(node({whole({1024, 512}), transposed({640, 512}), whole({256})}, {bf16({1024, 640})}, p));
+  });
+  EXPECT_NE(w.find("rms weight must be a whole (K,) tensor with K=512"), std::string::npos) << w;
+  Gemm::Flags ft = gflags(true, true);
+  ft.rms_in = 1e-6;
+  const std::string t = error_of([&] {
+    Gemm(ft).validate(node({transposed({512, 1024}), transposed({640, 512}), whole({512})}, {bf16({1024, 640})}, p));
+  });
+  EXPECT_NE(t.find("not transposed"), std::string::npos) << t;
+}
+
 TEST(GemmIType, FlagParams) {
   EXPECT_EQ(Gemm(gflags(false, false)).params(), "");
   EXPECT_EQ(Gemm(gflags(true, false)).params(), "ta");

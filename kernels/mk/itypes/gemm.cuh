@@ -200,13 +200,16 @@ constexpr bool kExpNoLoad = false;
 // TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full (every
 // tile staged), 3 bias_full (staged or read through L2, per instruction: [Note: gemm bias tile]);
 // SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias; ROPE: flag
-// `rope=D` ([Note: gemm rope epilogue]).
+// `rope=D` ([Note: gemm rope epilogue]); RMS: [Note: gemm rms fold], 4: rms_in ([Note: gemm rms_in]), whose eps is
+// a constant of the icode, RMS_EPS (its float's bits).
 template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, Unary ACT = Unary::identity,
-          int ROPE = 0, int RMS = 0, bool F16 = false>
+          int ROPE = 0, int RMS = 0, bool F16 = false, int RMS_EPS = 0>
 struct GemmT {
   using H = Half<F16>;  // the operands' 16-bit float (flag `f16`: fp16, else bf16; mk/half.cuh)
   static_assert(!F16 || RMS == 0, "the rms fold is bf16 only (src/itypes/gemm.cpp validate_rms)");
-  static_assert(RMS >= 0 && RMS <= 3, "RMS: bit 0 rms_out, bit 1 rms_scale");
+  static_assert(RMS >= 0 && RMS <= 4, "RMS: bit 0 rms_out, bit 1 rms_scale, 4 rms_in");
+  static constexpr bool kRmsIn = RMS == 4;  // [Note: gemm rms_in]
+  static_assert(!kRmsIn || !TA, "rms_in reads a row-major A (src/itypes/gemm.cpp validate_rms)");
   static_assert(!(RMS & 1) || (!SWIGLU && ROPE == 0), "rms_out goes with no swiglu or rope");
   static_assert(RMS != 3, "rms_out and rms_scale not on one Gemm (src/itypes/gemm.cpp)");
   static_assert(ROPE == 0 || ROPE == 64 || ROPE == 128, "ROPE: 0 none, else the head dim 64 or 128");
@@ -223,7 +226,7 @@ struct GemmT {
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
   static constexpr int kRopeSrc = BIAS != 0 ? 3 : 2;  // sources of the cos and sin tables: kRopeSrc, + 1
-  // [Note: gemm rms fold] rms_out's weight, rms_scale's ss (sources); rms_scale's eps (word).
+  // [Note: gemm rms fold] rms_out's (and rms_in's) weight, rms_scale's ss (sources); rms_scale's eps (word).
   static constexpr int kRmsWSrc = (BIAS != 0 || SWIGLU ? 3 : 2) + (ROPE != 0 ? 2 : 0);
   static constexpr int kRmsSsSrc = kRmsWSrc + (RMS & 1), kRmsEps = BIAS != 0 ? 16 : 15;
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
@@ -730,6 +733,70 @@ struct GemmT {
     else ptx::wgmma_m64n128k16_ss<TA ? 1 : 0, TB ? 0 : 1, F16>(acc, da, db, 1);
   }
 
+  // [Note: gemm rms_in] (src/trace/fuse_rms_norm_gemm.h) A is the norm's input x, whole rows of K. Per k-tile each
+  // thread loads its A fragment from the stage (ldmatrix: rows r, r + 8 of its warp's 16, the 16 columns of each
+  // k16 step; r = lane / 4), adds its elements' squares to its two rows' sums, multiplies each pair by the
+  // weight's pair at its columns (one bf16 rounding: bf16(x * w)) and issues the wgmma with A from registers.
+  // The epilogue scales accumulator row r by rsqrt(sum / K + eps), the quad's four partial sums added first
+  // (its lanes hold the other columns of the same rows). So D = r * (bf16(x * w) @ B): eager's
+  // bf16(w * bf16(x * r)) @ B up to the rounding of another product. The weight is a graph input, read
+  // through the read-only path (2-byte loads: a sliced view need not be 4-byte aligned), columns past K
+  // clamped (the stage's A is zero there).
+  struct RmsIn {
+    const unsigned short* w;  // w[2 (lane % 4)]
+    int k_last;               // the last 8-column group's first column: K - 8 (K a multiple of 8)
+    float ss[2];              // rows r, r + 8: sums of x^2 so far
+    u32 wk[8];                // this k-tile's weight pairs: k16 step k, columns + 8h at wk[2k + h]
+    __device__ __forceinline__ void init(const Ctx& c, const Dims& d) {
+      w = reinterpret_cast<const unsigned short*>(c.slot(c.src_slot(kRmsWSrc)).ptr) + 2 * (c.lane & 3);
+      k_last = d.K - 8;
+      ss[0] = ss[1] = 0.f;
+    }
+    __device__ __forceinline__ void load_w(int kt) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const unsigned short* p = w + min(kBK * kt + 8 * j, k_last);
+        wk[j] = static_cast<u32>(__ldg(p)) | static_cast<u32>(__ldg(p + 1)) << 16;
+      }
+    }
+    // The k-tile's A fragments of this thread (four k16 steps), scaled by w, from warpgroup wg's 64 x 64 box.
+    __device__ __forceinline__ void load_a(const Ctx& c, u32 box, u32 (&a)[4][4]) {
+      const int l = c.lane, row = 16 * (c.warp & 3) + (l & 7) + 8 * ((l >> 3) & 1);
+#pragma unroll
+      for (int k = 0; k < kBK / 16; ++k) ptx::ldmatrix_x4(a[k], box + row * 128 + (((2 * k + (l >> 4)) ^ (l & 7)) << 4));
+#pragma unroll
+      for (int k = 0; k < kBK / 16; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {  // register j: row r + 8 (j % 2), columns + 8 (j / 2)
+          const float2 x = H::unpack2(*reinterpret_cast<const typename H::T2*>(&a[k][j]));
+          ss[j & 1] = fmaf(x.x, x.x, fmaf(x.y, x.y, ss[j & 1]));
+          const typename H::T2 v = __hmul2(*reinterpret_cast<const typename H::T2*>(&a[k][j]),
+                                            *reinterpret_cast<const typename H::T2*>(&wk[2 * k + (j >> 1)]));
+          a[k][j] = *reinterpret_cast<const u32*>(&v);
+        }
+    }
+    // Epilogue: accumulator register 4i + 2h (+1) is row half h.
+    template <int N>
+    __device__ __forceinline__ void scale(const Dims& d, float (&acc)[N / 2]) {
+      const float eps = __int_as_float(RMS_EPS);
+      float r[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float s = ss[h];
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        r[h] = rsqrtf(s / static_cast<float>(d.K) + eps);
+      }
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) acc[i] *= r[(i >> 1) & 1];
+    }
+  };
+  template <int N>
+  static __device__ __forceinline__ void mma_rs(float (&acc)[N / 2], const u32 (&a)[4], u64 db) {
+    if constexpr (N == 256) ptx::wgmma_m64n256k16_rs<TB ? 0 : 1, F16>(acc, a[0], a[1], a[2], a[3], db, 1);
+    else ptx::wgmma_m64n128k16_rs<TB ? 0 : 1, F16>(acc, a[0], a[1], a[2], a[3], db, 1);
+  }
+
   // Consumers. A tile of at most 128 columns (the profile's narrow tiles, or a ragged last tile) runs
   // m64n128k16: half the tensor-core work and accumulator registers of m64n256k16.
   static __device__ void compute(Ctx& c) {
@@ -742,7 +809,8 @@ struct GemmT {
   template <int N>
   static __device__ __forceinline__ void compute_n(Ctx& c, const Dims& d) {
     constexpr int kAcc = N / 2;
-    constexpr bool kEarly = MK_GEMM_EARLY_RELEASE == 2 || (MK_GEMM_EARLY_RELEASE == 1 && N <= 128);
+    // rms_in: the next k-tile's A fragments reuse the registers this one's wgmma read (wait_group 0).
+    constexpr bool kEarly = kRmsIn || MK_GEMM_EARLY_RELEASE == 2 || (MK_GEMM_EARLY_RELEASE == 1 && N <= 128);
     const int wg = c.warp >> 2;
     const bool active = wg * kBox < d.m_rows;  // warpgroup 1 stores nothing for m_rows <= 64
     const bool fix = needs_fix(c, d);
@@ -754,6 +822,8 @@ struct GemmT {
     const bool early = kBiasEarly && active && d.nk > 0 && c.num_src_late() == 0;
     u32 be[kBiasEarly ? N / 8 : 1];
     long long loop_begin = 0, full_wait = 0, head_wait = 0;  // [Note: gemm wait stats]
+    [[maybe_unused]] RmsIn rin;
+    if constexpr (kRmsIn) rin.init(c, d);
 
     for (int kt = 0; kt < d.nk; ++kt) {
       const int s = kt & 3;
@@ -761,6 +831,7 @@ struct GemmT {
       const u32 parity = last_fixed ? 0u : static_cast<u32>((kt >> 2) & 1);
       const int sem = last_fixed ? kFixed : kFull + s;
       const long long t0 = MK_GEMM_WAIT_STATS ? clock64() : 0;
+      if constexpr (kRmsIn) rin.load_w(kt);  // in flight during the wait
       if (!mma_wait(c, c.sem(sem), parity, sem)) return;
       if constexpr (MK_GEMM_WAIT_STATS) {  // [Note: gemm wait stats]
         const long long t1 = clock64();
@@ -775,6 +846,8 @@ struct GemmT {
          // stale shared memory into rows nobody stores, since a branch here serializes the wgmma (C7518)
         const u32 a0 = ptx::smem_addr(c.page(a_lid(s)) + a_offset(s) + wg * kBoxBytes);
         const u32 b0 = ptx::smem_addr(c.page(b_lid(s)));
+        [[maybe_unused]] u32 af[kRmsIn ? kBK / 16 : 1][4];
+        if constexpr (kRmsIn) rin.load_a(c, a0, af);
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) ptx::fence_operand(acc[i]);
         ptx::wgmma_fence();
@@ -784,8 +857,11 @@ struct GemmT {
 #else
         for (int k = 0; k < 0; ++k)
 #endif
-          mma<N>(acc, TA ? ptx::wgmma_desc_sw128(a0 + 2048 * k, 8 * 1024, 1024) : ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024),
-                 TB ? ptx::wgmma_desc_sw128(b0 + 32 * k, 16, 1024) : ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024));
+        {
+          const u64 db = TB ? ptx::wgmma_desc_sw128(b0 + 32 * k, 16, 1024) : ptx::wgmma_desc_sw128(b0 + 2048 * k, 8 * 1024, 1024);
+          if constexpr (kRmsIn) mma_rs<N>(acc, af[k], db);
+          else mma<N>(acc, TA ? ptx::wgmma_desc_sw128(a0 + 2048 * k, 8 * 1024, 1024) : ptx::wgmma_desc_sw128(a0 + 32 * k, 16, 1024), db);
+        }
         ptx::wgmma_commit();
         if constexpr (kEarly) ptx::wgmma_wait<0>();  // k-tile kt has been read: hand its stage back
         else ptx::wgmma_wait<1>();                   // k-tile kt-1 has been read: hand its stage back
@@ -817,6 +893,7 @@ struct GemmT {
     if constexpr (RMS != 0)
       if (!wait_late_inputs(c)) return;
     if constexpr ((RMS & 2) != 0) rms_scale_rows<N>(c, d, wg, acc);
+    if constexpr (kRmsIn) rin.template scale<N>(d, acc);
     RmsOut<N> rms;
     if constexpr ((RMS & 1) != 0) rms.init(c, d, 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2));
     BiasRows bias{};

@@ -2,7 +2,7 @@
 // all K in fp32 (+ bias, then the act) and rounded to bf16 once on store; swiglu: silu(A @ B) * (A @ B2)
 // in fp32, one rounding; rope: the rotary embedding of each head's columns, in fp32 after the bias.
 // Transposed operands are loaded as the backing box they occupy and transposed here. rms_scale / rms_out:
-// [Note: gemm rms fold] (kernels/mk/itypes/gemm.cuh), summed in column order here.
+// [Note: gemm rms fold], rms_in: [Note: gemm rms_in] (kernels/mk/itypes/gemm.cuh), summed in column order here.
 #include "itypes/gemm.h"
 #include "itypes/elementwise.h"
 
@@ -59,7 +59,22 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
     return d;
   };
   // rms_scale: row m of the accumulators times rsqrt(sum_j ss[m, j] / K + eps), before anything else.
+  // rms_in ([Note: gemm rms_in]): the same with the sum of row m's x^2 (A's own row), A rounded as bf16(x * w).
   std::vector<float> row_scale;
+  if (flags_.rms_in) {
+    const float eps = static_cast<float>(*flags_.rms_in);  // a constant of the icode (GemmT's RMS_EPS)
+    const int32_t wo[4] = {0, 0, 0, 0};
+    const std::vector<float> w = ctx.load(in.src_slot(rms_w_input()), tile_box(wo, 1, K));
+    for (int64_t m = 0; m < m_rows; ++m) {
+      float sum = 0.f;
+      for (int64_t k = 0; k < K; ++k) {
+        float& x = a[m * K + k];
+        sum += x * x;
+        x = bf16_to_float(float_to_bf16(x * w[k]));
+      }
+      row_scale.push_back(1.f / std::sqrt(sum / static_cast<float>(K) + eps));
+    }
+  }
   if (flags_.rms_scale) {
     float eps;
     std::memcpy(&eps, &in.indices[flags_.bias != Bias::none ? 16 : 15], sizeof eps);
