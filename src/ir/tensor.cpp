@@ -250,6 +250,13 @@ TensorMeta TensorRange::backing(const TensorMeta& producer) const {
   return m;
 }
 
+bool TensorRange::whole_run(const TensorMeta& producer) const {
+  if (alias && alias->offset != 0) return false;
+  const TensorMeta b = backing(producer);
+  return b.numel() == producer.numel() && !has_broadcast() && box == Box::of_shape(b.padded()) &&
+         contiguous_run(producer.shape);
+}
+
 bool TensorRange::contiguous_run(const std::vector<int64_t>& producer) const {
   TensorMeta base;
   base.shape = alias ? alias->shape : producer;

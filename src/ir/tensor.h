@@ -100,6 +100,9 @@ struct TensorRange {
   // Whether the viewed elements are one contiguous run, in view order, of the tensor the box is on
   // (`producer`, or the alias): what a reshape needs to stay a view.
   bool contiguous_run(const std::vector<int64_t>& producer) const;
+  // Whether the view reads all of `producer` (directly, or through a reshape of all of it) as one contiguous
+  // run in row-major order, any shape: what a fusion pass needs to read the same tensor another way.
+  bool whole_run(const TensorMeta& producer) const;
   // A reshape to `shape` (one -1 is inferred) of this view on a producer tensor of shape `producer`.
   // The viewed elements must be one contiguous run in memory (never a broadcast view); throws
   // CompileError otherwise (the tracer copies such a view first, [Note: view copies]).

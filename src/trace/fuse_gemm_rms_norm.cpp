@@ -10,15 +10,6 @@ namespace mk {
 
 namespace {
 
-// The view reads its whole tensor `t` (directly or through a reshape of all of it) as one contiguous run
-// in row-major order, any shape.
-bool whole_run(const TensorRange& r, const TensorMeta& t) {
-  if (r.alias && r.alias->offset != 0) return false;
-  const TensorMeta b = r.backing(t);
-  return b.numel() == t.numel() && !r.has_broadcast() && r.box == Box::of_shape(b.padded()) &&
-         r.contiguous_run(t.shape);
-}
-
 // Off by default: measured no faster (H200, 2026-12-03, benchmarks/notes.md Session 26: HF 1B kernel 5.062
 // ms folded vs 5.076 not, HF 8B 6.860 vs 6.559). MEGAKITTENS_FUSE=gemm_rms turns it on.
 bool enabled() { return fuse_switch("gemm_rms").value_or(false); }
@@ -42,7 +33,7 @@ int fuse_gemm_rms_norm(DAG& dag) {
     const TensorMeta& out = g.outputs[0];
     if (out.shape.size() != 2 || out.dtype != DType::bf16 || u.outputs[0].dtype != DType::bf16) continue;
     const int64_t M = out.shape[0], N = out.shape[1];
-    if (N % 64 != 0 || xe.range.view_shape.empty() || xe.range.view_shape.back() != N || !whole_run(xe.range, out))
+    if (N % 64 != 0 || xe.range.view_shape.empty() || xe.range.view_shape.back() != N || !xe.range.whole_run(out))
       continue;
     const TensorMeta& wm = dag.nodes[we.node].outputs[we.output];
     if (!dag.nodes[we.node].is_input() || wm.dtype != DType::bf16 || we.range.alias ||
@@ -55,7 +46,7 @@ int fuse_gemm_rms_norm(DAG& dag) {
       const auto* rg = r.is_compute() ? dynamic_cast<const Gemm*>(r.itype.get()) : nullptr;
       const bool plain = rg && !rg->flags().transpose_a && !rg->flags().rms_scale && !rg->flags().rms_out;
       ok = ok && plain && use.input == 0 && r.inputs[0].range.view_shape == std::vector<int64_t>{M, N} &&
-           whole_run(r.inputs[0].range, u.outputs[0]);
+           r.inputs[0].range.whole_run(u.outputs[0]);
     }
     if (!ok) continue;
     const int gid = g.id;

@@ -14,14 +14,6 @@ namespace {
 // and NVRTC only; benchmarks/notes.md Session 44). MEGAKITTENS_FUSE=rms_in turns it on.
 bool enabled() { return fuse_switch("rms_in").value_or(false); }
 
-// The view reads its whole tensor `t` as one contiguous run in row-major order (any shape).
-bool whole_run(const TensorRange& r, const TensorMeta& t) {
-  if (r.alias && r.alias->offset != 0) return false;
-  const TensorMeta b = r.backing(t);
-  return b.numel() == t.numel() && !r.has_broadcast() && r.box == Box::of_shape(b.padded()) &&
-         r.contiguous_run(t.shape);
-}
-
 // A reader that can take the norm: a bf16 Gemm viewing the norm's output whole as its 2-D A.
 bool reads_as_a(const DAG& dag, const Use& use, const TensorMeta& y, int64_t K) {
   const Node& r = dag.nodes[use.node];
@@ -30,7 +22,7 @@ bool reads_as_a(const DAG& dag, const Use& use, const TensorMeta& y, int64_t K) 
   const Gemm::Flags& f = g->flags();
   if (f.transpose_a || f.rms_out || f.rms_scale || f.rms_in || f.f16) return false;
   const TensorRange& a = r.inputs[0].range;
-  return a.view_shape.size() == 2 && a.view_shape[1] == K && whole_run(a, y);
+  return a.view_shape.size() == 2 && a.view_shape[1] == K && a.whole_run(y);
 }
 
 }  // namespace
@@ -46,7 +38,7 @@ int fuse_rms_norm_gemm(DAG& dag) {
     const Edge &xe = u.inputs[0], &we = u.inputs[1];
     const TensorMeta& x = dag.nodes[xe.node].outputs[xe.output];
     const TensorMeta& y = u.outputs[0];
-    if (x.dtype != DType::bf16 || y.dtype != DType::bf16 || y.shape.empty() || !whole_run(xe.range, x)) continue;
+    if (x.dtype != DType::bf16 || y.dtype != DType::bf16 || y.shape.empty() || !xe.range.whole_run(x)) continue;
     const int64_t K = y.shape.back();
     if (K % 8 != 0 || x.shape.empty() || x.shape.back() != K) continue;
     const TensorMeta& wm = dag.nodes[we.node].outputs[we.output];
