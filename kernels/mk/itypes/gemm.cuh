@@ -646,7 +646,7 @@ struct GemmT {
     const SlotDesc& ss = c.slot(c.src_slot(kRmsSsSrc));
     const int nb = ss.dims[3], q = c.lane & 3, r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
     const float eps = __int_as_float(c.idx()[kRmsEps]);
-    float scale[2];
+    float sum_rows[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float* p = reinterpret_cast<const float*>(ss.ptr) +
@@ -661,9 +661,21 @@ struct GemmT {
       } else {
         for (int j = q; j < nb; j += 4) sum += __ldcg(p + j);
       }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      scale[h] = rsqrtf(sum / static_cast<float>(d.K) + eps);
+      sum_rows[h] = sum;
+    }
+    scale_rows<N>(acc, sum_rows, d.K, eps);
+  }
+  // Accumulator rows r, r + 8 (register 4i + 2h (+1) is row half h) times rsqrt(mean + eps), the mean over K of
+  // the squares whose quarter sums (this lane's) are sum[h]: the quad's four lanes hold the same rows.
+  template <int N>
+  static __device__ __forceinline__ void scale_rows(float (&acc)[N / 2], const float (&sum)[2], int K, float eps) {
+    float scale[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float s = sum[h];
+      s += __shfl_xor_sync(0xffffffffu, s, 1);
+      s += __shfl_xor_sync(0xffffffffu, s, 2);
+      scale[h] = rsqrtf(s / static_cast<float>(K) + eps);
     }
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) acc[i] *= scale[(i >> 1) & 1];
@@ -775,21 +787,6 @@ struct GemmT {
           a[k][j] = *reinterpret_cast<const u32*>(&v);
         }
     }
-    // Epilogue: accumulator register 4i + 2h (+1) is row half h.
-    template <int N>
-    __device__ __forceinline__ void scale(const Dims& d, float (&acc)[N / 2]) {
-      const float eps = __int_as_float(RMS_EPS);
-      float r[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float s = ss[h];
-        s += __shfl_xor_sync(0xffffffffu, s, 1);
-        s += __shfl_xor_sync(0xffffffffu, s, 2);
-        r[h] = rsqrtf(s / static_cast<float>(d.K) + eps);
-      }
-#pragma unroll
-      for (int i = 0; i < N / 2; ++i) acc[i] *= r[(i >> 1) & 1];
-    }
   };
   template <int N>
   static __device__ __forceinline__ void mma_rs(float (&acc)[N / 2], const u32 (&a)[4], u64 db) {
@@ -893,7 +890,7 @@ struct GemmT {
     if constexpr (RMS != 0)
       if (!wait_late_inputs(c)) return;
     if constexpr ((RMS & 2) != 0) rms_scale_rows<N>(c, d, wg, acc);
-    if constexpr (kRmsIn) rin.template scale<N>(d, acc);
+    if constexpr (kRmsIn) scale_rows<N>(acc, rin.ss, d.K, __int_as_float(RMS_EPS));
     RmsOut<N> rms;
     if constexpr ((RMS & 1) != 0) rms.init(c, d, 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2));
     BiasRows bias{};
