@@ -117,15 +117,6 @@ def _rms_norm(h, w):  # HF LlamaRMSNorm's arithmetic (the tracer fuses it into o
     return w * (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-5)).to(h.dtype)
 
 
-def g_rms_fold(r, x, w1, nw, w2):  # Gemm(tb,bias_full,rms_out) -> Gemm(tb,rms_scale): the norm folded
-    return _rms_norm(x @ w1.t() + r, nw) @ w2.t()
-
-
-def g_rms_fold_swiglu(r, x, w1, nw, wg, wu):  # Gemm(tb,bias_full,rms_out) -> Gemm(tb,swiglu,rms_scale)
-    y = _rms_norm(x @ w1.t() + r, nw)
-    return torch.nn.functional.silu(y @ wg.t()) * (y @ wu.t())
-
-
 def g_rmsin_linear(x, nw, w):  # RMSNorm -> Gemm(tb,rms_in): the norm folded into its reader
     return _rms_norm(x, nw) @ w.t()
 
@@ -185,11 +176,6 @@ FLAG_CASES = {
     "act_relu_bias_full_512x512x512": (g_act_relu_bias_full, [(512, 512), (512, 512), (512, 512)], 1),
     "act_gelu_tanh_linear_1000x768x512": (g_act_gelu_tanh_linear, [(1000, 512), (768, 512), (768,)], 2),
     "act_silu_tb_300x520x256": (g_act_silu_tb, [(300, 256), (520, 256)], 1),
-    # rms_out / rms_scale (src/trace/fuse_gemm_rms_norm.h, under MEGAKITTENS_FUSE=gemm_rms): ragged M,
-    # hidden 512 (8 ss columns)
-    "rms_fold_1000x512x256": (g_rms_fold, [(1000, 512), (1000, 256), (512, 256), (512,), (768, 512)], 1),
-    "rms_fold_swiglu_300x512x256": (g_rms_fold_swiglu, [(300, 512), (300, 256), (512, 256), (512,), (640, 512),
-                                                         (640, 512)], 2),
     # rms_in (src/trace/fuse_rms_norm_gemm.h, under MEGAKITTENS_FUSE=rms_in): ragged M and K (520: a last k-tile of 8 columns),
     # a 3-D x, m_rows <= 64 (warpgroup 1 idle), two readers of one norm
     "rmsin_linear_1000x768x520": (g_rmsin_linear, [(1000, 520), (520,), (768, 520)], 1),
@@ -266,7 +252,6 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
     program = _flag_program(case, tile_n)
     assert any(n.startswith("Gemm(") for n in program.icodes), program.icodes  # a flagged Gemm
     assert case.startswith("act_") == any("act=" in n for n in program.icodes), program.icodes
-    assert case.startswith("rms_") == any("rms_out" in n for n in program.icodes), program.icodes
     assert case.startswith("rmsin_") == any("rms_in=" in n for n in program.icodes), program.icodes
     assert not any(n.startswith("RMSNorm") for n in program.icodes), program.icodes
     assert not any(n.startswith("Elementwise") for n in program.icodes), program.icodes
@@ -277,9 +262,8 @@ def test_gemm_flags_vs_fp32(case, global_queue, tile_n):
 def _flag_program(case, tile_n):
     from megakittens import gpu
     fn, shapes, cluster = FLAG_CASES[case]
-    # The rms folds are opt-in (src/trace/fuse_gemm_rms_norm.h, src/trace/fuse_rms_norm_gemm.h).
-    fuse = "gemm_rms" if case.startswith("rms_") else "rms_in" if case.startswith("rmsin_") else ""
-    with mock.patch.dict(os.environ, {"MEGAKITTENS_FUSE": fuse} if fuse else {}):
+    # The rms fold is opt-in (src/trace/fuse_rms_norm_gemm.h).
+    with mock.patch.dict(os.environ, {"MEGAKITTENS_FUSE": "rms_in"} if case.startswith("rmsin_") else {}):
         return program_for(fn, shapes, cluster_size=cluster, num_sms=gpu.num_ctas(cluster), name=f"gemm_{case}",
                            gemm_n=tile_n)
 

@@ -412,18 +412,19 @@ def test_megakittens_profile_env_turns_split_k_off(monkeypatch):
 
 
 def test_megakittens_fuse_env_is_validated(monkeypatch):
-    """MEGAKITTENS_FUSE (src/trace/fuse_switches.h) takes gemm_rope / no_gemm_rope / gemm_rms / no_gemm_rms,
+    """MEGAKITTENS_FUSE (src/trace/fuse_switches.h) takes gemm_rope / no_gemm_rope / rms_in / no_rms_in,
     comma-joined, matched whole: an unknown entry (a near miss that a substring test would have read as
     gemm_rope) or a switch set both ways is a ValueError naming it, on any graph (this one has no Rope); the
     accepted ones still compile."""
     fn = lambda a, b: a @ b  # noqa: E731
     args = [randn(128, 256, scale=256 ** -0.5), randn(256, 128)]
-    for good in ("gemm_rms", "no_gemm_rope, gemm_rms", ""):
+    for good in ("rms_in", "no_gemm_rope, rms_in", ""):
         monkeypatch.setenv("MEGAKITTENS_FUSE", good)
         torch._dynamo.reset()
         check_close(megakittens.compile(fn)(*args), fn(*args))
     for bad, why in (("bogus", "'bogus' is not one of"), ("gemm_rope_off", "'gemm_rope_off' is not one of"),
-                     ("gemm_rms,no_gemm_rms", "sets gemm_rms both on and off"),
+                     ("rms_in,no_rms_in", "sets rms_in both on and off"),
+                     ("gemm_rms", "'gemm_rms' is not one of"),  # Session 26's fold, removed
                      ("gemm_rope, no_gemm_rope", "sets gemm_rope both on and off")):  # a graph without Rope too
         monkeypatch.setenv("MEGAKITTENS_FUSE", bad)
         torch._dynamo.reset()
@@ -460,58 +461,12 @@ def test_2d_residual_and_the_seed_mlp_fold_into_the_gemm():
         ["Gemm", "ElementwiseBinary(op=add,alpha=1)", "ElementwiseUnary(ops=relu)"] * 3
 
 
-# --- an RMSNorm between two Gemms folded into both (MEGAKITTENS_FUSE=gemm_rms; src/trace/fuse_gemm_rms_norm.h) ---
+# --- an RMSNorm folded into the Gemms reading it (MEGAKITTENS_FUSE=rms_in; src/trace/fuse_rms_norm_gemm.h) ---
 
 def _hf_rms_norm(h, w):  # HF LlamaRMSNorm's arithmetic, which the tracer fuses into one RMSNorm
     v = h.float()
     return w * (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6)).to(h.dtype)
 
-
-def rms_between(x, r, w1, nw, w2):  # residual Gemm -> norm -> Gemm: folded
-    return _hf_rms_norm(x @ w1.T + r, nw) @ w2.T
-
-
-def rms_also_returned(x, r, w1, nw, w2):  # the norm's output is a graph output too: kept
-    y = _hf_rms_norm(x @ w1.T + r, nw)
-    return y @ w2.T, y
-
-
-def rms_read_by_elementwise(x, r, w1, nw, w2):  # a non-Gemm reader: kept
-    y = _hf_rms_norm(x @ w1.T + r, nw)
-    return y @ w2.T + y.sum(-1, keepdim=True)
-
-
-def rms_split_k(x, r, w1, nw, w2):  # K 8192 at M 128: the producing Gemm splits, its last piece folds
-    return _hf_rms_norm(x @ w1.T + r, nw) @ w2.T
-
-
-RMS_SHAPES = [(M, K), (M, 256), (256, K), (256,), (N, 256)]
-
-
-@pytest.mark.parametrize("fn,shapes,folded", [
-    (rms_between, RMS_SHAPES, True),
-    (rms_also_returned, RMS_SHAPES, False),
-    (rms_read_by_elementwise, RMS_SHAPES, False),
-    (rms_split_k, [(128, 8192), (128, 256), (256, 8192), (256,), (N, 256)], True),
-])
-def test_rms_norm_folds_into_the_gemms_only_where_allowed(monkeypatch, fn, shapes, folded):
-    monkeypatch.setenv("MEGAKITTENS_FUSE", "gemm_rms")
-    torch._dynamo.reset()
-    args = [randn(*s) for s in shapes]
-    args[3] = args[3].abs() + 0.5  # a norm weight of either sign works; keep it away from 0 for the check
-    out = megakittens.compile(fn)(*args)
-    ref = fn(*args)
-    for o, e in zip(out if isinstance(out, tuple) else (out,), ref if isinstance(ref, tuple) else (ref,)):
-        check_close(o, e)
-    itypes = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
-    assert any("rms_out" in t for t in itypes) == folded, itypes
-    assert any(t.startswith("RMSNorm") for t in itypes) != folded, itypes
-    if fn is rms_split_k:  # the split's pieces: only the last carries rms_out
-        gemms = [t for t in itypes if t.startswith("Gemm(tb,bias_full")]
-        assert len(gemms) >= 2 and gemms.count("Gemm(tb,bias_full,rms_out)") == 1, itypes
-
-
-# --- an RMSNorm folded into the Gemms reading it (MEGAKITTENS_FUSE=rms_in; src/trace/fuse_rms_norm_gemm.h) ---
 
 def rmsin_linear(x, nw, w):  # folded: the Gemm reads x and the weight
     return _hf_rms_norm(x, nw) @ w.T
@@ -527,6 +482,15 @@ def rmsin_also_returned(x, nw, w):  # the norm's output is a graph output too: k
     return y @ w.T, y
 
 
+def rmsin_read_by_elementwise(x, nw, w):  # a non-Gemm reader: kept
+    y = _hf_rms_norm(x, nw)
+    return y @ w.T + y.sum(-1, keepdim=True)
+
+
+def rmsin_long_k(x, nw, w):  # K 8192 at M 128: split along K unfolded, whole when folded (the mean needs all of K)
+    return _hf_rms_norm(x, nw) @ w.T
+
+
 def rmsin_computed_weight(x, nw, w):  # the weight is computed in the graph: kept
     return _hf_rms_norm(x, nw * 2) @ w.T
 
@@ -539,6 +503,8 @@ def rmsin_transposed_reader(x, nw, w):  # read as B (y.T @ w): kept
     (rmsin_linear, [(200, 264), (264,), (136, 264)], 1),
     (rmsin_3d_swiglu, [(2, 72, 256), (256,), (128, 256), (128, 256)], 1),
     (rmsin_also_returned, [(64, 256), (256,), (128, 256)], 0),
+    (rmsin_read_by_elementwise, [(64, 256), (256,), (128, 256)], 0),
+    (rmsin_long_k, [(128, 8192), (8192,), (256, 8192)], 1),
     (rmsin_computed_weight, [(64, 256), (256,), (128, 256)], 0),
     (rmsin_transposed_reader, [(256, 64), (64,), (256, 128)], 0),
 ])
@@ -555,3 +521,5 @@ def test_rms_norm_folds_into_its_readers_only_where_allowed(monkeypatch, fn, sha
     folded = folded and switch == "rms_in"  # off by default
     assert any("rms_in=1e-06" in t for t in itypes) == bool(folded), itypes
     assert any(t.startswith("RMSNorm") for t in itypes) != bool(folded), itypes
+    if fn is rmsin_long_k:  # the unfolded product splits (a chain of bias_full pieces), the folded one does not
+        assert any("bias_full" in t for t in itypes) != bool(folded), itypes

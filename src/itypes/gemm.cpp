@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 
 #include "ir/error.h"
 #include "itypes/elementwise.h"
@@ -58,12 +57,6 @@ std::string Gemm::params() const {
   if (flags_.swiglu) add("swiglu");
   if (!flags_.act.empty()) add(("act=" + flags_.act).c_str());
   if (flags_.rope != 0) add(("rope=" + std::to_string(flags_.rope)).c_str());
-  if (flags_.rms_out) add("rms_out");
-  if (flags_.rms_scale) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "rms_scale=%.9g", *flags_.rms_scale);
-    add(buf);
-  }
   if (flags_.rms_in) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "rms_in=%.9g", *flags_.rms_in);
@@ -166,59 +159,11 @@ void Gemm::validate_rope(const NodeInfo& n) const {
          " and sin table ", n.inputs[k + 1].backing.str(), " must have one shape");
 }
 
-// [Note: gemm rms fold] kernels/mk/itypes/gemm.cuh.
-void Gemm::validate_rms(const NodeInfo& n) const {
-  if (flags_.rms_in) validate_rms_in(n);
-  if (!flags_.rms_out && !flags_.rms_scale) return;
-  if (flags_.f16)
-    fail("node '", n.name, "' (", n.target, "): the rms_out / rms_scale epilogue is bfloat16 only (flags ", params(), ")");
-  if (flags_.rms_out && flags_.rms_scale)
-    fail("node '", n.name, "' (", n.target, "): 'rms_out' and 'rms_scale' do not go together (flags ", params(), ")");
-  const auto& out = n.outputs[0];
-  const Coord4 dv = out.padded();
-  if (dv[0] * dv[1] != 1)
-    fail("node '", n.name, "' (", n.target, "): the rms_out / rms_scale epilogue needs a 2-D output D, got ",
-         out.str());
-  const int64_t M = dv[2], N = dv[3], K = n.inputs[0].padded()[3];
-  const auto require_ss = [&](const char* what, const TensorMeta& t, int64_t cols) {
-    if (t.dtype != DType::f32 || t.padded() != Coord4{1, 1, M, cols})
-      fail("node '", n.name, "' (", n.target, "): ", what, " must be a float32 (M, ", cols, ") tensor with M=", M,
-           ", got ", t.str());
-  };
-  if (flags_.rms_out) {
-    if (flags_.swiglu || flags_.rope != 0)
-      fail("node '", n.name, "' (", n.target, "): the 'rms_out' epilogue goes with no swiglu or rope (flags ",
-           params(), ")");
-    if (N % 64 != 0)
-      fail("node '", n.name, "' (", n.target, "): the 'rms_out' epilogue needs N a multiple of 64, got N=", N);
-    const Operand& w = n.inputs[rms_w_input()];
-    require_dtype(n, "rms weight", w.dtype(), DType::bf16);
-    if (w.shape() != std::vector<int64_t>{N} || !w.range.is_full(w.backing.padded()))
-      fail("node '", n.name, "' (", n.target, "): the rms weight must be a whole (N,) tensor with N=", N, ", got view ",
-           w.range.str(), " of ", w.backing.str());
-    if (n.outputs[1].dtype != DType::bf16 || n.outputs[1].padded() != dv)
-      fail("node '", n.name, "' (", n.target, "): output hw must be bf16 of D's shape ", out.str(), ", got ",
-           n.outputs[1].str());
-    require_ss("output ss", n.outputs[2], N / 64);
-  }
-  if (flags_.rms_scale) {
-    if (flags_.transpose_a || n.inputs[0].padded()[0] * n.inputs[0].padded()[1] != 1 || K % 64 != 0)
-      fail("node '", n.name, "' (", n.target, "): the 'rms_scale' epilogue needs a 2-D A, not transposed, with K a ",
-           "multiple of 64, got ", n.inputs[0].range.str(), " of ", n.inputs[0].backing.str(),
-           flags_.transpose_a ? " (ta)" : "");
-    const Operand& ss = n.inputs[rms_ss_input()];
-    if (!ss.range.is_full(ss.backing.padded()))
-      fail("node '", n.name, "' (", n.target, "): input ss must be read whole, got view ", ss.range.str(), " of ",
-           ss.backing.str());
-    require_ss("input ss", ss.backing, K / 64);
-  }
-}
-
 // [Note: gemm rms_in] kernels/mk/itypes/gemm.cuh.
 void Gemm::validate_rms_in(const NodeInfo& n) const {
-  if (flags_.f16 || flags_.rms_out || flags_.rms_scale)
-    fail("node '", n.name, "' (", n.target, "): the rms_in Gemm is bfloat16 only and goes with no rms_out or ",
-         "rms_scale (flags ", params(), ")");
+  if (!flags_.rms_in) return;
+  if (flags_.f16)
+    fail("node '", n.name, "' (", n.target, "): the rms_in Gemm is bfloat16 only (flags ", params(), ")");
   const Operand& a = n.inputs[0];
   const Coord4 av = a.padded();
   if (flags_.transpose_a || av[0] * av[1] != 1 || a.range.view_shape.size() != 2 || a.backing.padded() != av ||
@@ -243,9 +188,8 @@ void Gemm::validate(const NodeInfo& n) const {
   if (has_bias && flags_.swiglu)
     fail("node '", n.name, "' (", n.target, "): the 'swiglu' Gemm has no bias epilogue (got flags ", params(), ")");
   require_inputs(n, static_cast<size_t>(num_inputs()));
-  if (n.outputs.size() != (flags_.rms_out ? 3u : 1u))
-    fail("node '", n.name, "' (", n.target, "): expects ", flags_.rms_out ? 3 : 1, " outputs (flags ", params(),
-         "), got ", n.outputs.size());
+  if (n.outputs.size() != 1u)
+    fail("node '", n.name, "' (", n.target, "): expects 1 output (flags ", params(), "), got ", n.outputs.size());
   const Operand &a = n.inputs[0], &b = n.inputs[1];
   const auto& out = n.outputs[0];
   const DType dt = half_dtype(flags_.f16);
@@ -293,11 +237,11 @@ void Gemm::validate(const NodeInfo& n) const {
       fail("node '", n.name, "' (", n.target, "): input B2 view ", r2.str(), " of ", b2.backing.str(),
            " must sit on its backing exactly as input B ", r.str(), " sits on ", b.backing.str(),
            " (the 'swiglu' Gemm loads both with the same tile coordinates)");
-    validate_rms(n);
+    validate_rms_in(n);
     return;
   }
   if (flags_.rope != 0) validate_rope(n);
-  validate_rms(n);
+  validate_rms_in(n);
   if (!has_bias) return;
 
   const Operand& c = n.inputs[2];
@@ -378,7 +322,7 @@ int Gemm::split_k(const NodeInfo& n) const {
   const Profile& p = n.profile;
   // f16: each split's partial sum is rounded to D's dtype, and fp16's range (65504) is not fp32's: partial sums
   // that cancel later would overflow to inf where eager's one fp32 accumulation does not.
-  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_scale || flags_.rms_in || flags_.f16 || !n.gemm_group_n.empty() ||
+  if (flags_.swiglu || flags_.rope != 0 || flags_.rms_in || flags_.f16 || !n.gemm_group_n.empty() ||
       p.gemm_split_k <= 1 || p.num_sms < 1 || p.gemm_k < 1)
     return 1;
   const GemmDims g = gemm_dims(n, false);
@@ -432,16 +376,10 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   const int64_t r0 = pair ? m0 : m, r1 = pair ? std::min(M, m0 + g.G * g.cm) : m + m_rows;
   const bool has_bias = flags_.bias != Bias::none;
   d.reads.resize(num_inputs());
-  d.writes.resize(flags_.rms_out ? 3 : 1);
+  d.writes.resize(1);
   if (r1 > r0) {
     d.reads[0].push_back(rows_box(t.b, t.d, r0, r1, 0, g.K));
     d.writes[0].push_back(rows_box(t.b, t.d, r0, r1, n0, n0 + n_cols));
-    if (flags_.rms_out) {  // [Note: gemm rms fold]: hw where D goes, ss at the tile's 64-column boxes
-      d.writes[1].push_back(rows_box(t.b, t.d, r0, r1, n0, n0 + n_cols));
-      d.writes[2].push_back(rows_box(t.b, t.d, r0, r1, n0 / 64, ceil_div(n0 + n_cols, 64)));
-      d.reads[rms_w_input()].push_back(rows_box(0, 0, 0, 1, n0, n0 + n_cols));
-    }
-    if (flags_.rms_scale) d.reads[rms_ss_input()].push_back(rows_box(0, 0, r0, r1, 0, g.K / 64));
     if (flags_.rms_in) d.reads[rms_w_input()].push_back(Box::of_shape(n.inputs[rms_w_input()].padded()));
   }
   if (g.K > 0) d.reads[1].push_back(rows_box(t.b, t.d, 0, g.K, n0, n0 + n_cols));
@@ -458,12 +396,6 @@ InstrDesc Gemm::instruction(const NodeInfo& n, int64_t i) const {
   }
   if (flags_.rope != 0 && r1 > r0)  // the rows m % T of the tables: the whole of both (they are small)
     for (int k = rope_input(); k < rope_input() + 2; ++k) d.reads[k].push_back(Box::of_shape(n.inputs[k].padded()));
-  if (flags_.rms_scale) {  // the next word: eps as float bits (rms_in's is a constant of the icode)
-    const float eps = static_cast<float>(*flags_.rms_scale);
-    int32_t bits;
-    std::memcpy(&bits, &eps, sizeof bits);
-    d.indices.push_back(bits);
-  }
   return d;
 }
 

@@ -23,17 +23,10 @@ class Gemm final : public IType {
   // sin tables, whole bf16 tensors of T x D elements (T rows of D), and output element (m, n) becomes
   // x[m, n] cos[m % T, n % D] + rot[m, n] sin[m % T, n % D], rot[m, n] = -x[m, n + D/2] where n % D < D/2,
   // else x[m, n - D/2]. Output 2-D; no swiglu, act or bias_full.
-  // rms_out / rms_scale: an RMSNorm between two Gemms folded into both ([Note: gemm rms fold],
-  // src/trace/fuse_gemm_rms_norm.h). rms_out: one more input, the norm's weight w (N,), and two more
-  // outputs: hw = bf16(D * w) (M, N) and ss (M, N / 64) fp32, ss[m, j] the sum of D[m, n]^2 over columns
-  // 64 j .. 64 j + 63 (D as rounded); D 2-D, N a multiple of 64; no swiglu or rope. rms_scale = eps: one
-  // more input, ss (M, K / 64) of the Gemm that wrote A, and the accumulator's row m scaled by
-  // rsqrt(sum_j ss[m, j] / K + eps) before everything else in the epilogue; A and D 2-D, A not transposed.
-  // Not both on one Gemm (the fold never makes one, and the device epilogue does not combine them).
   // rms_in = eps: an RMSNorm with a weight folded into the Gemms reading its output (src/trace/
   // fuse_rms_norm_gemm.h): A is the norm's input x (2-D, not transposed, K its whole rows), one more input,
   // the norm's weight w (K,) bf16, a graph input; D = rsqrt(mean_k x^2 + eps) * (bf16(x * w) @ B), the row
-  // scale applied before everything else in the epilogue; never split along K. Not with rms_out / rms_scale.
+  // scale applied before everything else in the epilogue; never split along K.
   // eps is a constant of the icode (no index word: a Gemm with a bias has none left).
   struct Flags {
     bool transpose_a = false, transpose_b = false;
@@ -41,8 +34,6 @@ class Gemm final : public IType {
     bool swiglu = false;
     std::string act;
     int rope = 0;
-    bool rms_out = false;
-    std::optional<double> rms_scale;
     std::optional<double> rms_in;
     bool f16 = false;  // operands, bias, tables and D are float16 instead of bfloat16
     bool operator==(const Flags&) const = default;
@@ -53,26 +44,25 @@ class Gemm final : public IType {
   const Flags& flags() const { return flags_; }
 
   std::string name() const override { return "Gemm"; }
-  // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu", "act=<op>", "rope=<D>", "rms_out",
-  // "rms_scale=<eps>", "rms_in=<eps>", "f16"; "" for plain A @ B.
+  // Comma-joined "ta", "tb", "bias_row" | "bias_full", "swiglu", "act=<op>", "rope=<D>", "rms_in=<eps>", "f16";
+  // "" for plain A @ B.
   std::string params() const override;
   void validate(const NodeInfo&) const override;
   // Batch dims straight, the last two straight or (A, B, swiglu's B2) swapped; no broadcast (require_gemm_view).
   bool reads_view(int k, const TensorRange& v, const Coord4&) const override;
   int64_t num_instructions(const NodeInfo&) const override;
-  // The bias, the rope tables, the rms weight and ss are read in the epilogue only.
+  // The bias and the rope tables are read in the epilogue only; the rms weight, a graph input, in the mainloop
+  // without a barrier ([Note: gemm rms_in]).
   bool late_input(int k) const override { return k >= (flags_.swiglu ? 3 : 2); }
   // The input index of the cos table (sin follows) of a rope Gemm: after A, B and the bias, if any.
   int rope_input() const { return flags_.bias != Bias::none ? 3 : 2; }
-  // The input index of rms_out's (or rms_in's) weight: after A, B, the bias or B2, the rope tables.
+  // The input index of rms_in's weight: after A, B, the bias or B2, the rope tables.
   int rms_w_input() const { return (flags_.bias != Bias::none || flags_.swiglu ? 3 : 2) + (flags_.rope != 0 ? 2 : 0); }
-  // The input index of rms_scale's ss: after the rms weight, if any.
-  int rms_ss_input() const { return rms_w_input() + (flags_.rms_out ? 1 : 0); }
-  int num_inputs() const { return flags_.rms_in ? rms_w_input() + 1 : rms_ss_input() + (flags_.rms_scale ? 1 : 0); }
+  int num_inputs() const { return rms_w_input() + (flags_.rms_in ? 1 : 0); }
   // How many pieces phase 0 (src/schedule/phase0_split_k.cpp) cuts this node's K into: the count, up
   // to Profile::gemm_split_k, whose instruction waves (plus Profile::gemm_split_chain_steps per extra
   // piece) take the least estimated time, when that is
-  // clearly less than unsplit; 1 for swiglu, rope and for Gemms sharing A with others (gemm_group_n).
+  // clearly less than unsplit; 1 for swiglu, rope, rms_in, f16 and for Gemms sharing A with others (gemm_group_n).
   int split_k(const NodeInfo&) const;
   // The K extent of each split but the last (a multiple of Profile::gemm_k).
   static int64_t split_k_chunk(int64_t K, int splits, int gemm_k);
@@ -88,7 +78,6 @@ class Gemm final : public IType {
 
  private:
   void validate_rope(const NodeInfo&) const;
-  void validate_rms(const NodeInfo&) const;
   void validate_rms_in(const NodeInfo&) const;
   Flags flags_;
 };

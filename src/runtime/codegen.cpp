@@ -191,9 +191,9 @@ std::string device_type(const Program& prog, int icode, std::string& params) {
                                       std::to_string(bias), f.swiglu ? "true" : "false",
                                       "mk::Unary::" + (f.act.empty() ? std::string("identity") : UnaryStep::parse(f.act).name),
                                       std::to_string(f.rope),
-                                      std::to_string(f.rms_in ? 4 : (f.rms_out ? 1 : 0) | (f.rms_scale ? 2 : 0)),
+                                      f.rms_in ? "true" : "false",
                                       f.f16 ? "true" : "false", std::to_string(rms_eps_bits(f))};
-        const size_t n = f.rms_in ? 9 : f.f16 ? 8 : f.rms_out || f.rms_scale ? 7 : f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
+        const size_t n = f.rms_in ? 9 : f.f16 ? 8 : f.rope != 0 ? 6 : !f.act.empty() ? 5 : f.swiglu ? 4 : 3;
         std::string t = "mk::GemmT<";
         for (size_t k = 0; k < n; ++k) t += (k ? ", " : "") + a[k];
         return t + ">";
@@ -245,7 +245,7 @@ XmapPlan xmap_plan(const Program& p) {
       if (f.rope != 0)
         for (int k = gemm.rope_input(); k < gemm.rope_input() + 2 && k < static_cast<int>(n.src_slots.size()); ++k)
           used[n.src_slots[k]] = true;
-      if (!n.dst_slots.empty()) used[n.dst_slots[0]] = true;  // D (rms_out's hw and ss: plain stores)
+      if (!n.dst_slots.empty()) used[n.dst_slots[0]] = true;  // D
     } else if (name == "Attention") {
       const unsigned bshd = static_cast<const Attention&>(*n.itype).bshd();
       for (size_t k = 0; k < n.src_slots.size() && k < 3; ++k) {

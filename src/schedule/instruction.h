@@ -10,8 +10,8 @@ constexpr int kMaxSrcBarriers = 16, kMaxDstBarriers = 8, kMaxSlots = 1016, kMaxI
 constexpr int kInstructionWords = 64;
 
 // [Note: slot bits] slot ids have 10 bits (a 32-layer Llama's weights alone take ~290 slots, ResNet-50
-// ~560, Inception-v3 ~1000). An output slot is a u16 in w5-6 (a Gemm with the rms_out epilogue has three
-// outputs, the other ITypes one). An input slot keeps its low byte in w1-4, its bit 8 in w0's upper half
+// ~560, Inception-v3 ~1000). An output slot is a u16 in w5-6 (room for three outputs; every IType has
+// one today). An input slot keeps its low byte in w1-4, its bit 8 in w0's upper half
 // (bit 16 + k for input k) and its bit 9 in w6's upper half (bit 16 + k), so the icode is w0's low 16 bits.
 // Slots below 256 encode exactly as the seed's u8 fields (kernels/mk/vm.cuh decodes the same). kMaxSlots
 // is 1016, not 1024: the kernel parameter (32,764 bytes) holds the 128-byte Common and 32 bytes per slot

@@ -56,19 +56,12 @@ std::optional<DAG> phase0_split_k(const DAG& dag, const ScheduleOptions& opt) {
       part.inputs[0].range = part.inputs[0].range.slice(-1, k0, k1);
       part.inputs[1].range = part.inputs[1].range.slice(-2, k0, k1);
       Gemm::Flags fs = f;
-      if (s + 1 < S) {  // the activation and rms_out's outputs apply to the whole sum: the last piece's
-        fs.act.clear();
-        if (f.rms_out) {
-          part.inputs.resize(static_cast<const Gemm&>(*n.itype).rms_w_input());
-          part.outputs.resize(1);
-          fs.rms_out = false;
-        }
-      }
+      if (s + 1 < S) fs.act.clear();  // the activation applies to the whole sum: the last piece's
       if (s > 0) {
         fs.bias = Gemm::Bias::full;
         const Edge bias{prev, 0, TensorRange::full(n.outputs[0].shape)};
         if (f.bias != Gemm::Bias::none) part.inputs[2] = bias;
-        else part.inputs.insert(part.inputs.begin() + 2, bias);  // before rms_out's weight, if any
+        else part.inputs.insert(part.inputs.begin() + 2, bias);
       }
       part.itype = std::make_shared<Gemm>(fs);
       prev = push(std::move(part));

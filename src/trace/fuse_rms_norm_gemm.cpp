@@ -20,7 +20,7 @@ bool reads_as_a(const DAG& dag, const Use& use, const TensorMeta& y, int64_t K) 
   const auto* g = r.is_compute() ? dynamic_cast<const Gemm*>(r.itype.get()) : nullptr;
   if (!g || use.input != 0) return false;
   const Gemm::Flags& f = g->flags();
-  if (f.transpose_a || f.rms_out || f.rms_scale || f.rms_in || f.f16) return false;
+  if (f.transpose_a || f.rms_in || f.f16) return false;
   const TensorRange& a = r.inputs[0].range;
   return a.view_shape.size() == 2 && a.view_shape[1] == K && a.whole_run(y);
 }

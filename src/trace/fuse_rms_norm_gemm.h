@@ -5,7 +5,8 @@
 // rsqrt(mean + eps): y @ B = (r * x * w) @ B = r * ((x * w) @ B). The norm's own instruction phase, one
 // load-compute-store latency on a layer's critical path, goes away, and nothing is written in its place.
 // Numerics: eager rounds x * r to bf16 before the weight; here x * w is rounded and r applied in fp32 (one
-// rounding of a different product; kernels/mk/itypes/gemm.cuh [Note: gemm rms_in]).
+// rounding of a different product; kernels/mk/itypes/gemm.cuh [Note: gemm rms_in]). It replaces Session 26's fold
+// into the producer's epilogue (rms_out / rms_scale, measured no faster: benchmarks/notes.md Sessions 26, 44).
 #pragma once
 #include "ir/dag.h"
 

@@ -9,7 +9,7 @@
 namespace mk {
 
 std::optional<bool> fuse_switch(const std::string& name) {
-  static const char* const kSwitches[] = {"gemm_rope", "gemm_rms", "rms_in"};
+  static const char* const kSwitches[] = {"gemm_rope", "rms_in"};
   const char* env = std::getenv("MEGAKITTENS_FUSE");
   const std::string list = env ? env : "";
   // Every entry is checked whichever switch is asked for, so a bad list fails on every graph alike.
@@ -22,7 +22,7 @@ std::optional<bool> fuse_switch(const std::string& name) {
     while (k < std::size(kSwitches) && sw != kSwitches[k]) ++k;
     if (k == std::size(kSwitches))
       throw std::invalid_argument("megakittens: MEGAKITTENS_FUSE entry '" + item +
-                                  "' is not one of gemm_rope, gemm_rms, rms_in (each may take a no_ prefix)");
+                                  "' is not one of gemm_rope, rms_in (each may take a no_ prefix)");
     if (result[k] && *result[k] != on)
       throw std::invalid_argument("megakittens: MEGAKITTENS_FUSE sets " + sw + " both on and off ('" + list + "')");
     result[k] = on;

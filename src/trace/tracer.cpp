@@ -8,7 +8,6 @@
 #include "trace/fuse_attention_output.h"
 #include "trace/fuse_elementwise.h"
 #include "trace/fuse_gemm_act.h"
-#include "trace/fuse_gemm_rms_norm.h"
 #include "trace/fuse_rms_norm_gemm.h"
 #include "trace/fuse_gemm_rope.h"
 #include "trace/fuse_repeat_kv.h"
@@ -473,7 +472,6 @@ DAG trace(const FxGraph& g, bool fuse) {
   fuse_gemm_rope(dag);
   fuse_attention_output(dag);
   fuse_elementwise(dag);
-  fuse_gemm_rms_norm(dag);
   fuse_rms_norm_gemm(dag);
   return dag;
 }

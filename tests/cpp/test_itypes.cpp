@@ -1145,52 +1145,6 @@ Operand transposed(Shape backing) {
   return {bf16(backing), TensorRange::full(backing).transpose(r - 2, r - 1)};
 }
 
-TEST(GemmIType, RmsFoldFlags) {
-  // [Note: gemm rms fold]: rms_out adds the norm weight and the hw / ss outputs (8 ss columns for N 512),
-  // rms_scale the ss input and eps as the word after the indices; both flags at once, or an ss of the
-  // wrong width, are rejected.
-  const Profile p = Profile::h200(132);
-  const TensorMeta ss{DType::f32, {256, 8}, "cpu"};
-  Gemm::Flags fo = gflags(false, true, Gemm::Bias::full);
-  fo.rms_out = true;
-  const Gemm out(fo);
-  EXPECT_EQ(out.params(), "tb,bias_full,rms_out");
-  const NodeInfo no = node({whole({256, 384}), transposed({512, 384}), whole({256, 512}), whole({512})},
-                           {bf16({256, 512}), bf16({256, 512}), ss}, p);
-  out.validate(no);
-  const InstrDesc d = out.instruction(no, 0);
-  ASSERT_EQ(d.writes.size(), 3u);
-  EXPECT_EQ(d.writes[1], d.writes[0]);  // hw where D goes
-  EXPECT_EQ(d.writes[2][0].lo[3] * 64, d.writes[0][0].lo[3]);  // ss at the tile's 64-column boxes
-  EXPECT_EQ(d.writes[2][0].hi[3] * 64, d.writes[0][0].hi[3]);
-  Gemm::Flags fs = gflags(false, true);
-  fs.rms_scale = 1e-6;
-  const Gemm scale(fs);
-  EXPECT_EQ(scale.params(), "tb,rms_scale=1e-06");
-  const NodeInfo ns = node({whole({256, 512}), transposed({640, 512}), {ss, TensorRange::full({256, 8})}},
-                           {bf16({256, 640})}, p);
-  scale.validate(ns);
-  EXPECT_TRUE(scale.late_input(2));
-  const std::vector<int32_t> idx = scale.instruction(ns, 0).indices;
-  float eps;
-  std::memcpy(&eps, &idx.back(), sizeof eps);
-  EXPECT_FLOAT_EQ(eps, 1e-6f);
-  const TensorMeta ss4{DType::f32, {256, 4}, "cpu"};
-  const std::string w = error_of([&] {
-    scale.validate(node({whole({256, 512}), transposed({640, 512}), {ss4, TensorRange::full({256, 4})}},
-                        {bf16({256, 640})}, p));
-  });
-  EXPECT_NE(w.find("input ss"), std::string::npos) << w;
-  Gemm::Flags both = fo;
-  both.rms_scale = 1e-6;
-  const std::string b = error_of([&] {
-    Gemm(both).validate(node({whole({256, 384}), transposed({512, 384}), whole({256, 512}), whole({512}),
-                              {ss, TensorRange::full({256, 8})}},
-                             {bf16({256, 512}), bf16({256, 512}), ss}, p));
-  });
-  EXPECT_NE(b.find("do not go together"), std::string::npos) << b;
-}
-
 TEST(GemmIType, RmsInFlag) {
   // [Note: gemm rms_in]: one more input (the norm's weight, read whole), no index word for eps (a constant of
   // the icode: a Gemm with a bias has 16 words already), never split along K; a weight of the wrong length or a

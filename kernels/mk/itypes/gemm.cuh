@@ -91,29 +91,8 @@
 //   on the rounded pair: numerically the same values).
 // - ROPE (`rope=D`, D 64 or 128): the rotate_half rotary embedding of the Rope the tracer folded in
 //   (src/trace/fuse_gemm_rope.h), in fp32 after the bias: [Note: gemm rope epilogue].
-// - RMS (bit 0 `rms_out`, bit 1 `rms_scale`): an RMSNorm between two Gemms folded into both
-//   (src/trace/fuse_gemm_rms_norm.h): [Note: gemm rms fold].
-//
-// [Note: gemm rms fold] rms_out (sources: ..., the norm's weight w; outputs D, hw, ss): with each column
-// pair rounded and staged, the consumer also writes hw = bf16(D * w) straight to global memory (plain
-// 4-byte stores, 16 contiguous bytes per quad and row) and sums D^2 (of D as rounded) per row and 64-column
-// box; a quad's two shuffles give the box's sum, which lane (box % 4) stores as ss[m, n / 64]. A
-// __threadfence before the staged arrival orders these stores before the storer's release of the dst
-// barriers (the reader's proxy fence after its acquire covers its TMA loads of hw). w: a whole (N,) bf16
-// tensor, read as 2-byte loads through L2 (a late input, like a bias row), a 64-column box's 8 pairs
-// before the box (the whole tile's pairs in registers spilled at N = 256; loads among the hw stores,
-// both global, are not hoisted above them).
-// rms_scale (eps in word 15, or 16 after a bias offset; the last source is ss, (M, K / 64) fp32): before
-// anything else in the epilogue, after waiting for the late inputs, each quad sums its two rows' K / 64
-// partials (a quarter each, then two shuffles) and scales the accumulator rows by rsqrt(sum / K + eps).
-// A is hw of the Gemm that wrote ss, so y @ B = r * (x * w) @ B is the norm's product up to one rounding.
-// Measured (H200, 2026-12-03, benchmarks/notes.md Session 26): correct (test_gpu_gemm's rms cases, the HF
-// 1B / 8B in test_gpu_llama) but no faster: HF 1B kernel 5.062 ms folded vs 5.076, HF 8B 6.860 vs 6.559.
-// The norm's phase goes, but every tile pays the epilogue's L2 round trips: gate / up tiles +3.4 us (ss),
-// o / down tiles of 256 columns +10 us (w boxes, hw stores, the fence), and the 8B runs 13.6 waves of
-// gate / up tiles. So the tracer folds only under MEGAKITTENS_FUSE=gemm_rms. Staging r and w in shared
-// memory by the storer during the mainloop is the way on; a first try (r as fp16 in the stage scratch)
-// gave NaN and its 320 bytes of static shared memory overflowed the 1B's kernel (map_fenced): not kept.
+// - RMS_IN (`rms_in=<eps>`): an RMSNorm folded into this Gemm, its reader (src/trace/fuse_rms_norm_gemm.h):
+//   [Note: gemm rms_in].
 //
 // [Note: gemm rope epilogue] A tile's columns start on a head and hold whole heads (the host checks
 // the tile widths), so column n's rotate_half partner n -+ D/2 sits in the same thread: the accumulator
@@ -200,18 +179,14 @@ constexpr bool kExpNoLoad = false;
 // TA / TB: transposed A / B backing (flags `ta` / `tb`); BIAS: 0 none, 1 bias_row, 2 bias_full (every
 // tile staged), 3 bias_full (staged or read through L2, per instruction: [Note: gemm bias tile]);
 // SWIGLU: flag `swiglu` (B2 is source 2); ACT: flag `act=<op>`, applied after the bias; ROPE: flag
-// `rope=D` ([Note: gemm rope epilogue]); RMS: [Note: gemm rms fold], 4: rms_in ([Note: gemm rms_in]), whose eps is
-// a constant of the icode, RMS_EPS (its float's bits).
+// `rope=D` ([Note: gemm rope epilogue]); RMS_IN: flag `rms_in` ([Note: gemm rms_in]), whose eps is a constant of the
+// icode, RMS_EPS (its float's bits).
 template <bool TA = false, bool TB = false, int BIAS = 0, bool SWIGLU = false, Unary ACT = Unary::identity,
-          int ROPE = 0, int RMS = 0, bool F16 = false, int RMS_EPS = 0>
+          int ROPE = 0, bool RMS_IN = false, bool F16 = false, int RMS_EPS = 0>
 struct GemmT {
   using H = Half<F16>;  // the operands' 16-bit float (flag `f16`: fp16, else bf16; mk/half.cuh)
-  static_assert(!F16 || RMS == 0, "the rms fold is bf16 only (src/itypes/gemm.cpp validate_rms)");
-  static_assert(RMS >= 0 && RMS <= 4, "RMS: bit 0 rms_out, bit 1 rms_scale, 4 rms_in");
-  static constexpr bool kRmsIn = RMS == 4;  // [Note: gemm rms_in]
-  static_assert(!kRmsIn || !TA, "rms_in reads a row-major A (src/itypes/gemm.cpp validate_rms)");
-  static_assert(!(RMS & 1) || (!SWIGLU && ROPE == 0), "rms_out goes with no swiglu or rope");
-  static_assert(RMS != 3, "rms_out and rms_scale not on one Gemm (src/itypes/gemm.cpp)");
+  static constexpr bool kRmsIn = RMS_IN;  // [Note: gemm rms_in]
+  static_assert(!kRmsIn || (!TA && !F16), "rms_in: a row-major bf16 A (src/itypes/gemm.cpp validate_rms_in)");
   static_assert(ROPE == 0 || ROPE == 64 || ROPE == 128, "ROPE: 0 none, else the head dim 64 or 128");
   static constexpr bool kFullBias = BIAS >= 2;
   static_assert(ROPE == 0 || (!SWIGLU && !kFullBias && ACT == Unary::identity), "rope goes with bias_row at most");
@@ -226,9 +201,8 @@ struct GemmT {
   // [| C.off] (word 15, bias flags only: the bias origin as one element offset into its backing).
   static constexpr int kA = 0, kB = 4, kD = 8, kMRows = 12, kNCols = 13, kK = 14, kBiasOff = 15;
   static constexpr int kRopeSrc = BIAS != 0 ? 3 : 2;  // sources of the cos and sin tables: kRopeSrc, + 1
-  // [Note: gemm rms fold] rms_out's (and rms_in's) weight, rms_scale's ss (sources); rms_scale's eps (word).
+  // [Note: gemm rms_in] the norm's weight (source): after the bias or B2 and the rope tables.
   static constexpr int kRmsWSrc = (BIAS != 0 || SWIGLU ? 3 : 2) + (ROPE != 0 ? 2 : 0);
-  static constexpr int kRmsSsSrc = kRmsWSrc + (RMS & 1), kRmsEps = BIAS != 0 ? 16 : 15;
   // Semaphores: full[4] (TMA bytes), empty[4] (8 consumer warps), fixed (K tail zeroed), staged[2]
   // (the 4 warps of a warpgroup wrote their epilogue), issued (the loader issued every k-tile).
   // ready[4] (the peer's stage page is free, [Note: gemm multicast]), bias[2] (bias_full: the warpgroup's
@@ -637,36 +611,9 @@ struct GemmT {
   }
   static __device__ __forceinline__ float2 bias_unpack(u32 w) { return make_float2(H::lo(w), H::hi(w)); }
 
-  // One k16 step of the warpgroup's 64 x N product (N = 256: the whole tile; 128: a narrow tile).
-  // [Note: gemm rms fold] rms_scale: accumulator rows r, r + 8 (r = 64 wg + 16 (warp % 4) + lane / 4) times
-  // rsqrt(sum_j ss[m + r, j] / K + eps); register 4i + 2h (+1) is row half h. Rows >= m_rows read row
-  // m_rows - 1 (they are never stored).
-  template <int N>
-  static __device__ __forceinline__ void rms_scale_rows(const Ctx& c, const Dims& d, int wg, float (&acc)[N / 2]) {
-    const SlotDesc& ss = c.slot(c.src_slot(kRmsSsSrc));
-    const int nb = ss.dims[3], q = c.lane & 3, r = 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2);
-    const float eps = __int_as_float(c.idx()[kRmsEps]);
-    float sum_rows[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float* p = reinterpret_cast<const float*>(ss.ptr) +
-                       static_cast<long long>(c.idx()[kD + 2] + min(r + 8 * h, d.m_rows - 1)) * nb;
-      float sum = 0.f;
-      if (nb % 4 == 0) {  // 16-byte rows: lane q takes every fourth float4
-#pragma unroll 4
-        for (int j = 4 * q; j < nb; j += 16) {
-          const float4 v = __ldcg(reinterpret_cast<const float4*>(p + j));
-          sum += (v.x + v.y) + (v.z + v.w);
-        }
-      } else {
-        for (int j = q; j < nb; j += 4) sum += __ldcg(p + j);
-      }
-      sum_rows[h] = sum;
-    }
-    scale_rows<N>(acc, sum_rows, d.K, eps);
-  }
-  // Accumulator rows r, r + 8 (register 4i + 2h (+1) is row half h) times rsqrt(mean + eps), the mean over K of
-  // the squares whose quarter sums (this lane's) are sum[h]: the quad's four lanes hold the same rows.
+  // [Note: gemm rms_in] Accumulator rows r, r + 8 (r = 64 wg + 16 (warp % 4) + lane / 4; register 4i + 2h (+1) is
+  // row half h) times rsqrt(mean + eps), the mean over K of the squares whose quarter sums (this lane's) are
+  // sum[h]: the quad's four lanes hold the same rows.
   template <int N>
   static __device__ __forceinline__ void scale_rows(float (&acc)[N / 2], const float (&sum)[2], int K, float eps) {
     float scale[2];
@@ -680,65 +627,8 @@ struct GemmT {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) acc[i] *= scale[(i >> 1) & 1];
   }
-  // [Note: gemm rms fold] rms_out: this thread's hw stores and D^2 sums, for tile rows r, r + 8 (r as
-  // above) and its column pairs 8i + 2(lane % 4) of the N / 64 boxes. A box's 8 weight pairs are loaded
-  // together before its first column group (2-byte loads: w need not be 4-byte aligned), so each box costs
-  // one L2 round trip: loads among the hw stores (both global) would not be hoisted above them, and the
-  // whole tile's pairs at once spilled at N = 256.
-  template <int N>
-  struct RmsOut {
-    static constexpr int kBoxes = N / 64;
-    __nv_bfloat16* hw[2];  // row r + 8h of hw at the tile's first column; nullptr past m_rows
-    float* ss[2];          // row r + 8h of ss at the tile's first box
-    const unsigned short* w;  // w[n0 + 2q] (q = lane % 4)
-    u32 wv[8];             // the current box's pairs w[8i + 2q], w[8i + 2q + 1] (bf16 pairs)
-    int n_cols;
-    float sq[2][kBoxes];
-    __device__ __forceinline__ void init(const Ctx& c, const Dims& d, int r) {
-      const SlotDesc &hs = c.slot(c.dst_slot(1)), &ss_ = c.slot(c.dst_slot(2)), &ws = c.slot(c.src_slot(kRmsWSrc));
-      const i32 m = c.idx()[kD + 2], n0 = c.idx()[kD + 3];
-      n_cols = d.n_cols;
-      w = reinterpret_cast<const unsigned short*>(ws.ptr) + n0 + 2 * (c.lane & 3);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const long long row = m + r + 8 * h;
-        hw[h] = r + 8 * h < d.m_rows ? reinterpret_cast<__nv_bfloat16*>(hs.ptr) + row * hs.dims[3] + n0 : nullptr;
-        ss[h] = reinterpret_cast<float*>(ss_.ptr) + row * ss_.dims[3] + n0 / 64;
-#pragma unroll
-        for (int b = 0; b < kBoxes; ++b) sq[h][b] = 0.f;
-      }
-    }
-    // Before column group i: a box's first loads its weight pairs.
-    __device__ __forceinline__ void begin(int i) {
-      if (i % 8 != 0) return;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int col = min(8 * (i + j), n_cols - 8);  // columns >= n_cols are never stored
-        wv[j] = static_cast<u32>(__ldcg(w + col)) | static_cast<u32>(__ldcg(w + col + 1)) << 16;
-      }
-    }
-    // Column pair (col, col + 1) of row half h as rounded, col = 8i + 2q (column group i, box i / 8).
-    __device__ __forceinline__ void put(int h, int i, int col, float2 x) {
-      sq[h][i / 8] += x.x * x.x + x.y * x.y;
-      if (hw[h] != nullptr && col < n_cols) {
-        const u32 p = wv[i % 8];
-        const float w0 = __uint_as_float(p << 16), w1 = __uint_as_float(p & 0xffff0000u);
-        *reinterpret_cast<__nv_bfloat162*>(hw[h] + col) = __floats2bfloat162_rn(x.x * w0, x.y * w1);
-      }
-    }
-    __device__ __forceinline__ void finish(int lane) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int b = 0; b < kBoxes; ++b) {
-          float s = sq[h][b];
-          s += __shfl_xor_sync(0xffffffffu, s, 1);
-          s += __shfl_xor_sync(0xffffffffu, s, 2);
-          if (hw[h] != nullptr && (lane & 3) == (b & 3) && b * 64 < n_cols) ss[h][b] = s;
-        }
-    }
-  };
 
+  // One k16 step of the warpgroup's 64 x N product (N = 256: the whole tile; 128: a narrow tile).
   template <int N>
   static __device__ __forceinline__ void mma(float (&acc)[N / 2], u64 da, u64 db) {
     if constexpr (N == 256) ptx::wgmma_m64n256k16_ss<TA ? 1 : 0, TB ? 0 : 1, F16>(acc, da, db, 1);
@@ -886,18 +776,12 @@ struct GemmT {
       if (c.lane == 0) release_stage(c, d.last, mc);
     }
     if (!active) return;
-    // [Note: gemm rms fold] Both read late inputs (ss; w), so they wait for them first.
-    if constexpr (RMS != 0)
-      if (!wait_late_inputs(c)) return;
-    if constexpr ((RMS & 2) != 0) rms_scale_rows<N>(c, d, wg, acc);
     if constexpr (kRmsIn) scale_rows<N>(acc, rin.ss, d.K, __int_as_float(RMS_EPS));
-    RmsOut<N> rms;
-    if constexpr ((RMS & 1) != 0) rms.init(c, d, 64 * wg + 16 * (c.warp & 3) + (c.lane >> 2));
     BiasRows bias{};
     // bias_full or the rope tables through the epilogue page ([Note: gemm bias tile], [Note: gemm rope tables]).
     const bool tile = staged_tile(c, d, wg);
     if (BIAS == 1 || ((kFullBias || ROPE != 0) && !tile)) {  // a bias row, or the tables, read through L2
-      if (RMS == 0 && !wait_late_inputs(c)) return;
+      if (!wait_late_inputs(c)) return;
       if constexpr (BIAS != 0) bias = bias_rows(c, d, wg);
     }
 
@@ -932,7 +816,6 @@ struct GemmT {
 #pragma unroll
       for (int i = 0; i < (SWIGLU ? N / 16 : N / 8); ++i) {
         unsigned char* box = pair_at(out, i, l, 0);  // + (r0 + 8h) * 128: rows r0, r0 + 8
-        if constexpr ((RMS & 1) != 0) rms.begin(i);
         float2 bv[2] = {make_float2(0.f, 0.f), make_float2(0.f, 0.f)};
         if constexpr (kBiasEarly)
           if (early) {
@@ -966,16 +849,11 @@ struct GemmT {
           // Session 30). Rounding is monotonic and keeps 0; the max keeps NaN, as torch.relu.
           if constexpr (ACT == Unary::relu) v = __hmax2_nan(v, H::pack2(0.f, 0.f));
           *reinterpret_cast<typename H::T2*>(box + (r0 + 8 * h) * 128) = v;
-          if constexpr ((RMS & 1) != 0) rms.put(h, i, 8 * i + 2 * (l & 3), H::unpack2(v));
         }
         // Bias loads are free to move ahead of the page stores (shared vs global): let them, one box of
         // columns at a time (the fence keeps ptxas from hoisting them all, which spills).
         if constexpr (BIAS != 0) if (!tile && (i & 7) == 7) __syncwarp();
       }
-    }
-    if constexpr ((RMS & 1) != 0) {
-      rms.finish(l);
-      __threadfence();  // hw and ss before the storer's release ([Note: gemm rms fold])
     }
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the TMA store reads this page
     __syncwarp();

@@ -1,13 +1,12 @@
 // CPU reference semantics of Gemm (docs/itypes.md): D rows = A rows @ B panel (+ bias), accumulated over
 // all K in fp32 (+ bias, then the act) and rounded to bf16 once on store; swiglu: silu(A @ B) * (A @ B2)
 // in fp32, one rounding; rope: the rotary embedding of each head's columns, in fp32 after the bias.
-// Transposed operands are loaded as the backing box they occupy and transposed here. rms_scale / rms_out:
-// [Note: gemm rms fold], rms_in: [Note: gemm rms_in] (kernels/mk/itypes/gemm.cuh), summed in column order here.
+// Transposed operands are loaded as the backing box they occupy and transposed here. rms_in: [Note: gemm rms_in]
+// (kernels/mk/itypes/gemm.cuh), summed in column order here.
 #include "itypes/gemm.h"
 #include "itypes/elementwise.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "reference/exec.h"
 #include "reference/memory.h"
@@ -58,8 +57,8 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
     }
     return d;
   };
-  // rms_scale: row m of the accumulators times rsqrt(sum_j ss[m, j] / K + eps), before anything else.
-  // rms_in ([Note: gemm rms_in]): the same with the sum of row m's x^2 (A's own row), A rounded as bf16(x * w).
+  // rms_in ([Note: gemm rms_in]): row m of the accumulators times rsqrt(sum_k x[m, k]^2 / K + eps), before
+  // anything else, A rounded as bf16(x * w).
   std::vector<float> row_scale;
   if (flags_.rms_in) {
     const float eps = static_cast<float>(*flags_.rms_in);  // a constant of the icode (GemmT's RMS_EPS)
@@ -72,18 +71,6 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
         sum += x * x;
         x = bf16_to_float(float_to_bf16(x * w[k]));
       }
-      row_scale.push_back(1.f / std::sqrt(sum / static_cast<float>(K) + eps));
-    }
-  }
-  if (flags_.rms_scale) {
-    float eps;
-    std::memcpy(&eps, &in.indices[flags_.bias != Bias::none ? 16 : 15], sizeof eps);
-    const int32_t o[4] = {0, 0, d0[2], 0};
-    const int64_t nb = K / 64;
-    const std::vector<float> ss = ctx.load(in.src_slot(rms_ss_input()), tile_box(o, m_rows, nb));
-    for (int64_t m = 0; m < m_rows; ++m) {
-      float sum = 0.f;
-      for (int64_t j = 0; j < nb; ++j) sum += ss[m * nb + j];
       row_scale.push_back(1.f / std::sqrt(sum / static_cast<float>(K) + eps));
     }
   }
@@ -133,22 +120,6 @@ void Gemm::execute(const Instruction& in, ExecContext& ctx) const {
     for (float& x : d) x = act.apply(x);
   }
   ctx.store(in.dst_slot(0), tile_box(d0, m_rows, n_cols), d);
-  if (flags_.rms_out) {  // hw = bf16(D * w) and ss = sum of D^2 over 64-column boxes, of D as rounded
-    const int32_t wo[4] = {0, 0, 0, d0[3]};
-    const std::vector<float> w = ctx.load(in.src_slot(rms_w_input()), tile_box(wo, 1, n_cols));
-    const int64_t nb = (n_cols + 63) / 64;
-    std::vector<float> ss(m_rows * nb, 0.f);
-    for (int64_t m = 0; m < m_rows; ++m)
-      for (int64_t n = 0; n < n_cols; ++n) {
-        float& x = d[m * n_cols + n];
-        x = bf16_to_float(float_to_bf16(x));
-        ss[m * nb + n / 64] += x * x;
-        x *= w[n];
-      }
-    ctx.store(in.dst_slot(1), tile_box(d0, m_rows, n_cols), d);
-    const int32_t so[4] = {0, 0, d0[2], d0[3] / 64};
-    ctx.store(in.dst_slot(2), tile_box(so, m_rows, nb), ss);
-  }
 }
 
 }  // namespace mk
