@@ -138,6 +138,16 @@ def test_llama_rms_norm_module():
     assert [n.itype for n in mk_backend.dispatchers[-1].program.nodes] == ["RMSNorm(eps=1e-06)"]
 
 
+def test_llama_rms_norm_with_a_broadcast_weight():
+    """An HF-pattern norm whose weight is (1, C): RMSNorm takes a (C,) weight only, so the weight stays a multiply of
+    its own after a weightless RMSNorm (it was a CompileError on the weight's shape)."""
+    m, x = LlamaRMSNorm(256), randn(4, 32, 256)
+    m.weight = torch.nn.Parameter(randn(1, 256))
+    check_close(megakittens.compile(m)(x), m(x))
+    itypes = [n.itype for n in mk_backend.dispatchers[-1].program.nodes]
+    assert itypes[0] == "RMSNorm(eps=1e-06,no_weight)" and len(itypes) == 2, itypes
+
+
 # --- interleavings: 20 seeds x queue modes x cluster sizes -------------------------------------------
 
 GRAPHS = {

@@ -70,21 +70,23 @@ struct Matcher : FxMatch {
     const FxNode* un = &g.nodes[u];
     FxArg weight;  // None unless a weight multiply matches
     int result = -1;
+    // The weight RMSNorm takes: a (C,) tensor in x's dtype (RMSNorm reads it so). Gemma's fp32 `1 + w.float()`,
+    // or a weight that broadcasts from another shape ((1, C), ...), stays a multiply of its own.
+    const auto weight_ok = [&](const FxArg* w) {
+      const auto* wm = w && w->is_node() ? meta(node(*w)) : nullptr;
+      return wm && wm->dtype == xm->dtype && wm->shape == std::vector<int64_t>{xm->shape.back()};
+    };
     if (cast_dtype(un) == xm->dtype) {  // cast back, then maybe the weight in x's dtype (HF)
       result = u;
       const int y = sole_user(u);
       if (y >= 0)
-        if (const FxArg* w = other_operand(&g.nodes[y], u); w && w->is_node() && meta(node(*w)) &&
-                                                             meta(node(*w))->dtype == xm->dtype) {
+        if (const FxArg* w = other_operand(&g.nodes[y], u); weight_ok(w)) {
           weight = *w;
           result = y;
         }
     } else if (const FxArg* w = other_operand(un, m); w && w->is_node()) {  // weight in fp32, then cast (F.rms_norm)
       const int c = sole_user(u);
-      // The weight itself must be in x's dtype (RMSNorm reads it so): Gemma's fp32 `1 + w.float()` is
-      // left to the decomposed ops.
-      if (c < 0 || cast_dtype(&g.nodes[c]) != xm->dtype || !meta(node(*w)) || meta(node(*w))->dtype != xm->dtype)
-        return false;
+      if (c < 0 || cast_dtype(&g.nodes[c]) != xm->dtype || !weight_ok(w)) return false;
       weight = *w;
       result = c;
     } else {
