@@ -244,6 +244,19 @@ def _hardswish(x: torch.Tensor) -> Any:  # x * relu6(x + 3) / 6 in fp32, rounded
     return (xf * torch.clamp(xf + 3.0, 0.0, 6.0) / 6.0).to(x.dtype)
 
 
+def _softplus(x: torch.Tensor, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """log(1 + exp(beta x)) / beta, x itself where beta x > threshold (torch.nn.functional.softplus), in fp32, rounded
+    once. The stable form relu(bx) + log1p(exp(-|bx|)), with log1p(t) = t - t^2 / 2 below t = 1e-4 (where log(1 + t)
+    would lose t to the sum's rounding; the next term, t^3 / 3, is below fp32's resolution of t there)."""
+    if not x.dtype.is_floating_point or beta == 0:
+        return NotImplemented
+    xf = x.to(torch.float32)
+    bx = xf * beta
+    t = torch.exp(-bx.abs())
+    log1p = torch.where(t < 1e-4, t - 0.5 * t * t, torch.log(t + 1.0))
+    return torch.where(bx > threshold, xf, (torch.relu(bx) + log1p) / beta).to(x.dtype)
+
+
 def _softmax_op(x: torch.Tensor, dim: int, log: bool, safe: bool, out: torch.dtype) -> Any:
     if x.dim() == 0 or not x.dtype.is_floating_point:
         return NotImplemented
@@ -400,6 +413,7 @@ TABLE = {
     aten.hardtanh.default: _hardtanh,
     aten.hardsigmoid.default: _hardsigmoid,
     aten.hardswish.default: _hardswish,
+    aten.softplus.default: _softplus,
     aten.mean.dim: _mean_dims,
     aten.sum.dim_IntList: _sum_dims,
     aten.amax.default: _amax_dims,

@@ -266,3 +266,18 @@ def test_cat_of_more_than_16_tensors(n):
     fn = lambda *xs: torch.cat(xs, 1) * 2  # noqa: E731
     torch._dynamo.reset()
     assert torch.equal(megakittens.compile(fn)(*xs), fn(*xs))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 10.0), (0.5, 20.0)])
+def test_softplus_matches_eager_elementwise(dtype, beta, threshold):
+    """F.softplus (decompose.py _softplus, Apertus' activation): every element within the output's rounding of
+    eager's, from -60 (exp(x) ~ 1e-26, where log(1 + t) alone would give 0) past the threshold (x itself)."""
+    x = torch.cat([torch.randn(64, 64) * 8, torch.linspace(-60, 60, 64)[None].repeat(4, 1)]).to(dtype)
+    f = lambda x: F.softplus(x, beta, threshold)  # noqa: E731
+    out, ref = megakittens.compile(f)(x), f(x)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    # Two units in the last place of the output's normal range; its subnormals (fp16 below 6.1e-5) have fewer bits.
+    err = (out.float() - ref.float()).abs() - (2 ** -7 if dtype == torch.bfloat16 else 2 ** -10) * ref.float().abs()
+    assert err.max().item() <= torch.finfo(dtype).tiny, err.max().item()
+    assert not any(n.itype.startswith("Fallback") for n in mk_backend.dispatchers[-1].program.nodes)
