@@ -185,6 +185,9 @@ class Dispatcher:
         self._plan: _GpuPlan | None = None  # the GPU call's slot memory layout, made on first use
         self._launch: Any = None  # gpu.launcher(program, options), made on the first GPU call
         self._attr_slots = list(program.attr_slots)
+        # A graph attribute (a constant the capture lifted, e.g. DeBERTa's relative positions) that lives on the
+        # CPU while the call runs on a GPU: its device copy per slot, with the tensor and _version it was made from.
+        self._attr_copies: dict[int, tuple[torch.Tensor, int, torch.Tensor]] = {}
         self._arg_of_slot = {s: k for k, s in self._arg_slots}  # an output that is an input: the caller's tensor
         # Outputs that are compile-time constants (megakittens/fold.py): eager builds them afresh at every
         # call, so each call returns its own copy, never the module's buffer.
@@ -314,7 +317,7 @@ class Dispatcher:
         tensors: list = [None] * len(self.slots)
         ptrs = [0] * len(self.slots)
         copy = self._copy_inputs
-        bound = [(s, args[k]) for k, s in self._arg_slots] + [(s, self._attr(p)) for p, s in self._attr_slots]
+        bound = [(s, args[k]) for k, s in self._arg_slots] + [(s, self._attr_on(p, s, device)) for p, s in self._attr_slots]
         for s, t in bound:
             if not t.is_cuda:
                 raise ValueError(f"megakittens: '{self.name}' runs on {device}, but slot {s} is on {t.device}")
@@ -347,6 +350,18 @@ class Dispatcher:
         if self.keep_slot_tensors:
             self.last_slot_tensors = tensors
         return self._outputs(args, tensors, device)
+
+    def _attr_on(self, path: str, s: int, device: torch.device) -> torch.Tensor:
+        """Graph attribute `path` (slot s) on `device`: itself when it is there, else a copy made once and remade
+        only when the attribute changes (another tensor, or written in place: its _version)."""
+        t = self._attr(path)
+        if t.device == device:
+            return t
+        cached = self._attr_copies.get(s)
+        if cached is None or cached[0] is not t or cached[1] != t._version:
+            cached = (t, t._version, t.detach().to(device))
+            self._attr_copies[s] = cached
+        return cached[2]
 
     def _make_plan(self) -> "_GpuPlan":
         """Which slots a GPU call allocates as tensors (graph outputs that are not inputs, and the bases of

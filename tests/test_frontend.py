@@ -822,3 +822,28 @@ def test_logger_calls_inside_the_function_are_skipped():
 
     compiled = megakittens.compile(M())
     assert isinstance(compiled, torch.nn.Module) and torch.equal(compiled(x), x + 1)
+
+
+def test_gpu_call_copies_a_cpu_graph_attribute_once():
+    """Dispatcher._attr_on: a graph attribute on another device than the call (DeBERTa-v2's relative positions, a
+    CPU constant, on a CUDA call: was "slot N is on cpu") is copied once, reused, and copied again only when it
+    changes (written in place, or replaced). The meta device stands in for the GPU here."""
+    from megakittens.dispatcher import Dispatcher
+
+    class Stub:
+        _attr_copies: dict = {}
+        rel = torch.arange(6.0)
+
+        def _attr(self, path):
+            return getattr(self, path)
+
+    stub, meta = Stub(), torch.device("meta")
+    first = Dispatcher._attr_on(stub, "rel", 3, meta)
+    assert first.device == meta and first.shape == (6,)
+    assert Dispatcher._attr_on(stub, "rel", 3, meta) is first  # reused
+    stub.rel.add_(1)  # written in place: a new copy
+    second = Dispatcher._attr_on(stub, "rel", 3, meta)
+    assert second is not first and second.device == meta
+    stub.rel = torch.zeros(2)  # replaced
+    assert Dispatcher._attr_on(stub, "rel", 3, meta).shape == (2,)
+    assert Dispatcher._attr_on(stub, "rel", 3, torch.device("cpu")) is stub.rel  # already there: itself

@@ -10,8 +10,8 @@ namespace mk {
 
 namespace {
 
-// Off by default until a GPU run has checked and timed it (written 2026-12-05 with no GPU lent: CPU reference
-// and NVRTC only; benchmarks/notes.md Session 44). MEGAKITTENS_FUSE=rms_in turns it on.
+// Off by default: correct but slower (H100, 2026-12-05, HF 1B device time 5.834 ms folded vs 5.279 ms; benchmarks/
+// notes.md Session 44). MEGAKITTENS_FUSE=rms_in turns it on.
 bool enabled() { return fuse_switch("rms_in").value_or(false); }
 
 // A reader that can take the norm: a bf16 Gemm viewing the norm's output whole as its 2-D A.
