@@ -168,7 +168,9 @@ EXPERIMENTS = [("MK_GEMM_BIAS_EARLY", c, 1) for c in ("mlp_1024", "linear", "bia
                                                      "MK_ATTN_PINGPONG=1")] + \
     [("MK_ATTN_WAIT_STATS", "b2_h8_s512_d128_causal", 1)] + \
     [(d, "b1_h8_gqa4_s1000_d64_causal", 1) for d in ("MK_ATTN_SPLIT_RELEASE=0", "MK_ATTN_SOFTMAX_CHAINS=1",
-                                                     "MK_ATTN_SOFTMAX_CHAINS=8")] + \
+                                                     "MK_ATTN_SOFTMAX_CHAINS=8", "MK_ATTN_POLY_EXP2=2",
+                                                     "MK_ATTN_POLY_EXP2=8")] + \
+    [("MK_ATTN_POLY_EXP2_D128=2", "b2_h8_s512_d128_causal", 1)] + \
     [("MK_MMA_WAIT_FAST=0", c, k) for c, k in (("mlp_1024", 1), ("b2_h8_s512_d128_causal", 1), ("qkv_model", 2))] + \
     [("MK_RELEASE_LANES=0", c, 1) for c in ("rms_2048", "mlp_1024")]
 
@@ -179,7 +181,7 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
     (MK_ATTN_TWO_LOADERS=0), its loop's cycle split (MK_ATTN_WAIT_STATS), the softmax in the P V wait's
     block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1), one empty barrier per K / V stage (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count
-    (MK_ATTN_SOFTMAX_CHAINS), the consumers' plain mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh) and the
+    (MK_ATTN_SOFTMAX_CHAINS), exponentials by polynomial (MK_ATTN_POLY_EXP2), the consumers' plain mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh) and the
     dst releases from lane 0 alone (MK_RELEASE_LANES=0, vm.cuh); none may spill or serialize the wgmma."""
     name, _, value = define.partition("=")
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{name}={value or 1}")

@@ -151,6 +151,13 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+// max(x, y) that returns NaN when either is NaN (fmaxf returns the other operand; sm_80+).
+__device__ __forceinline__ float max_nan(float x, float y) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+  return r;
+}
+
 // Register budget per warpgroup (setmaxnreg, sm_90a): raise for the accumulator owners, lower elsewhere.
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }

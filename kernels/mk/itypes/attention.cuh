@@ -113,7 +113,35 @@
 #define MK_ATTN_SOFTMAX_CHAINS 4
 #endif
 
+// [Note: attention poly exp2] At D = 64 the exponentials take as long as the wgmmas: a 64 x BN block of S
+// costs 64 * BN exponentials on the SM's 16 MUFU lanes a clock (CUDA C++ Programming Guide, arithmetic
+// throughput, cc 9.0) and 2 * 64 * BN * 64 MACs on its 2048 bf16 MACs a clock: 4 * BN clocks each. So
+// MK_ATTN_POLY_EXP2 of every 8 exponentials at D = 64 (MK_ATTN_POLY_EXP2_D128 at D = 128) are computed on the
+// FMA pipe instead (ex2_poly: ~9 instructions against MUFU's 8 clocks a warp), which balances the two
+// pipes near 2 of 8. 0: every exponential on MUFU.
+#ifndef MK_ATTN_POLY_EXP2
+#define MK_ATTN_POLY_EXP2 0
+#endif
+#ifndef MK_ATTN_POLY_EXP2_D128
+#define MK_ATTN_POLY_EXP2_D128 0
+#endif
+
 namespace mk {
+
+// 2^x without MUFU ([Note: attention poly exp2]): x = j + f with j = round(x), f in [-0.5, 0.5]; 2^f by a
+// degree-3 polynomial (coefficients fitted here for least relative error on [-0.5, 0.5]: at most 7.6e-5,
+// below bf16's and fp16's rounding of P), 2^j built in the exponent bits. x is clamped at -127 (NaN kept),
+// where 2^j's bits are 0, so -inf and underflow give +0 as ex2.approx.ftz does. The adds are __fadd_rn so
+// that no fast-math rewrite folds the rounding constant away.
+__device__ __forceinline__ float ex2_poly(float x) {
+  x = ptx::max_nan(x, -127.f);
+  constexpr float kRound = 12582912.f;                  // 1.5 * 2^23: t's low mantissa bits hold round(x)
+  const float t = __fadd_rn(x, kRound);
+  const float f = __fsub_rn(x, __fsub_rn(t, kRound));
+  const float p = fmaf(fmaf(fmaf(0.0551802665f, f, 0.242611915f), f, 0.693259418f), f, 0.999927998f);
+  // (t's bits << 23) = j << 23 (mod 2^32): 2^j as a float, 0 at j = -127, 0.5 at j = -1, 1 at j = 0.
+  return p * __int_as_float(static_cast<int>((static_cast<unsigned>(__float_as_int(t)) << 23) + 0x3f800000u));
+}
 
 // P: struct { static constexpr bool causal; static constexpr float scale_log2;  // scale * log2(e)
 //             static constexpr int head_dims;  // bit 0: D = 64 instantiated, bit 1: D = 128
@@ -132,6 +160,10 @@ struct Attention {
   static constexpr bool kTwoLoaders = MK_ATTN_TWO_LOADERS;
   static constexpr bool kSplitRelease = MK_ATTN_SPLIT_RELEASE;
   static constexpr bool kPingPong = MK_ATTN_PINGPONG == 1 || (MK_ATTN_PINGPONG == 2 && !P::causal);
+  template <int D>
+  static constexpr int kPolyExp2 = D == 64 ? MK_ATTN_POLY_EXP2 : MK_ATTN_POLY_EXP2_D128;
+  static_assert(MK_ATTN_POLY_EXP2 >= 0 && MK_ATTN_POLY_EXP2 <= 8 && MK_ATTN_POLY_EXP2_D128 >= 0 &&
+                MK_ATTN_POLY_EXP2_D128 <= 8, "MK_ATTN_POLY_EXP2(_D128): 0..8 of every 8 exponentials");
   // Semaphores: qfull, fullK[6], fullV[6] (TMA bytes), emptyK[6] and emptyV[6] (8 consumer warps; one
   // array for both without the split release), staged[2] and turn[2] (the 4 warps of a warpgroup).
   static constexpr int kQFull = 0, kFullK = 1, kFullV = kFullK + kMaxStages, kEmptyK = kFullV + kMaxStages,
@@ -356,7 +388,8 @@ struct Attention {
 
   // Online softmax of one block (keys j0..j0+BN-1) for this thread's rows `row` and `row + 8`: mask,
   // running max m (scaled by scale * log2 e), P = 2^(s * scale_log2 - m) in place, l = l * corr + sum P.
-  template <int BN, bool kFirst>
+  // kPoly: of every 8 exponentials, this many by ex2_poly ([Note: attention poly exp2]).
+  template <int BN, bool kFirst, int kPoly>
   static __device__ __forceinline__ void softmax(float (&s)[BN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
                                                  int j0, int row, int kv_end, bool mask, int lane,
                                                  const u32 (&mk)[BN / 4]) {
@@ -421,10 +454,8 @@ struct Attention {
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) {
-      if constexpr (P::masked)
-        s[i] = ptx::ex2((s[i] - mn[(i >> 1) & 1]) * kLog2e);
-      else
-        s[i] = ptx::ex2(fmaf(s[i], P::scale_log2, -mn[(i >> 1) & 1]));
+      const float x = P::masked ? (s[i] - mn[(i >> 1) & 1]) * kLog2e : fmaf(s[i], P::scale_log2, -mn[(i >> 1) & 1]);
+      s[i] = i % 8 < kPoly ? ex2_poly(x) : ptx::ex2(x);
       sum[(i >> 1) & 1][(i >> 2) % kChains] += s[i];
     }
 #pragma unroll
@@ -593,7 +624,7 @@ struct Attention {
     ptx::wgmma_wait<0>();
     fence_all(s);
     release_k(c, 0);
-    softmax<BN, true>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane, mk);
+    softmax<BN, true, kPolyExp2<D>>(s, m, l, corr, 0, row, kv_end, needs_mask<BN>(0, kv_end, first_row), c.lane, mk);
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) p[i] = pack_half(s[2 * i], s[2 * i + 1]);
 
@@ -629,7 +660,7 @@ struct Attention {
       fence_all(s);
       laps.lap(Laps::kSWait);
       release_k(c, sk);
-      softmax<BN, false>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane,
+      softmax<BN, false, kPolyExp2<D>>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane,
                          mk);
       end_softmax_block(l);
       laps.lap(Laps::kSoftmax);
