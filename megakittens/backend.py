@@ -282,6 +282,7 @@ def capture_inference(gm: torch.fx.GraphModule, example_inputs: list) -> Optiona
     that functionalize did not see), returns a tensor sharing an input's storage, or cannot be
     functionalized this way (a custom op mutating an input): AOTAutograd handles those."""
     mode = torch._guards.detect_fake_mode(example_inputs) or FakeTensorMode()
+    depth = torch._C._functorch.get_dynamic_layer_stack_depth()
     try:
         with mode:
             fake = [x if isinstance(x, FakeTensor) or not isinstance(x, torch.Tensor) else mode.from_tensor(x)
@@ -289,6 +290,10 @@ def capture_inference(gm: torch.fx.GraphModule, example_inputs: list) -> Optiona
             g = make_fx(torch.func.functionalize(gm, remove="mutations"), tracing_mode="real",
                         decomposition_table=decompose.TABLE)(*fake)
     except RuntimeError:  # e.g. a custom op that mutates an input (torch.func.functionalize refuses those)
+        # A trace that failed inside a functorch transform (Mamba's torch.vmap under functionalize) leaves
+        # its layers on functorch's stack, and AOTAutograd's trace after this one would run inside them.
+        if torch._C._functorch.get_dynamic_layer_stack_depth() > depth:
+            torch._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth(depth)
         return None
     placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
     inputs = {_storage(n.meta.get("val")) for n in placeholders} - {None}

@@ -66,24 +66,32 @@ def _pad(x: torch.Tensor, dim: int, before: int, after: int, value: float) -> to
 
 
 def _taps(x: torch.Tensor, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-          dilation: Sequence[int], out: Sequence[int], fill: float) -> list:
+          dilation: Sequence[int], out: Sequence[int], fill: float, skip_fill: bool = False) -> list:
     """The kh x kw taps of a 4-D x, row-major over the kernel: tap (i, j) is (B, C, Ho, Wo), the padded x at
     rows i dh + sh r and columns j dw + sw c. Views cannot step, so with a stride the padded x (extended
     with ``fill`` to a multiple of it) is split once into its sh x sw phases, (sh sw B, C, H / sh, W / sw)
-    by one permute copy; every tap is then a box of one phase, which the Cat reads in place."""
+    by one permute copy; every tap is then a box of one phase, which the Cat reads in place.
+    ``skip_fill`` (pools, where a tap of ``fill`` alone changes no output): the taps whose rows or columns
+    all lie in the padding are left out, so a window far larger than x (EfficientNet's AvgPool2d(1280) on a
+    7 x 7 map) costs the taps that read x, not kh x kw of them over a padded copy as large as the window."""
     B, C, H, W = x.shape
     (kh, kw), (sh, sw), (dh, dw), (Ho, Wo) = kernel, stride, dilation, out
-    rows = sh * max(-(-(H + 2 * padding[0]) // sh), (kh - 1) * dh // sh + Ho)
-    cols = sw * max(-(-(W + 2 * padding[1]) // sw), (kw - 1) * dw // sw + Wo)
+
+    def reads_x(i: int, d: int, s: int, p: int, n: int, m: int) -> bool:  # tap offset i reads a row of x
+        return not skip_fill or any(p <= i * d + s * r < p + n for r in range(m))
+    ki = [i for i in range(kh) if reads_x(i, dh, sh, padding[0], H, Ho)]
+    kj = [j for j in range(kw) if reads_x(j, dw, sw, padding[1], W, Wo)]
+    rows = sh * max(-(-(H + 2 * padding[0]) // sh), max(i * dh // sh for i in ki) + Ho)
+    cols = sw * max(-(-(W + 2 * padding[1]) // sw), max(j * dw // sw for j in kj) + Wo)
     x = _pad(x, 2, padding[0], rows - H - padding[0], fill)
     x = _pad(x, 3, padding[1], cols - W - padding[1], fill)
     Hq, Wq = rows // sh, cols // sw
     if sh * sw > 1:  # (B C Hq, sh, Wq, sw) -> (sh, sw, B C Hq, Wq): phase (r, c) holds x[.., r::sh, c::sw]
         x = x.reshape(B * C * Hq, sh, Wq, sw).permute(1, 3, 0, 2).contiguous().view(sh * sw * B, C, Hq, Wq)
     taps = []
-    for i in range(kh):
+    for i in ki:
         q, r = divmod(i * dh, sh)
-        for j in range(kw):
+        for j in kj:
             p, c = divmod(j * dw, sw)
             phase = r * sw + c
             taps.append(x[phase * B:(phase + 1) * B, :, q:q + Ho, p:p + Wo])
@@ -215,7 +223,7 @@ def max_pool2d_with_indices(x: torch.Tensor, kernel_size: Sequence[int], stride:
     if min(out) <= 0:
         return NotImplemented
     # ceil_mode's last window may reach past the right padding: -inf there too (the taps pad as needed).
-    taps = _taps(x4, kernel, stride, padding, dilation, out, float("-inf"))
+    taps = _taps(x4, kernel, stride, padding, dilation, out, float("-inf"), skip_fill=True)
     y = taps[0]
     for t in taps[1:]:
         y = torch.maximum(y, t)
@@ -282,7 +290,7 @@ def avg_pool2d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int
         factors(divisors(W, kernel[1], stride[1], padding[1], out[1])).view(1, -1)
     if divisor_override:
         scale = scale * (1.0 / divisor_override)
-    taps = _taps(x4, kernel, stride, padding, (1, 1), out, 0.0)
+    taps = _taps(x4, kernel, stride, padding, (1, 1), out, 0.0, skip_fill=True)
     total = taps[0].to(torch.float32)
     for t in taps[1:]:
         total = total + t.to(torch.float32)

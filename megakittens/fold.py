@@ -189,8 +189,8 @@ def _index_as_slices(x: torch.Tensor, idx: list) -> "tuple[list, list] | None":
     and those dims increase from index to index (Hugging Face's padding mask, ``mask[batch_arange[:, None,
     None, None], kv_arange[None, None, None, :]]``), so the result is the block with size-1 dims between."""
     if any(not isinstance(i, torch.Tensor) or i.dtype not in (torch.int32, torch.int64) or i.numel() == 0
-           for i in idx) or len(idx) > x.dim():
-        return None
+           for i in idx) or len(idx) > x.dim() or not all(isinstance(n, int) for n in x.shape):
+        return None  # a data-dependent size (Reformer's slice by .item()) is refused later, by name
     if len(idx) == 1:
         flat = idx[0].flatten()
         a, n = int(flat[0]), flat.numel()

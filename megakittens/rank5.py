@@ -311,7 +311,7 @@ def _logical_view(gm: torch.fx.GraphModule, src: torch.fx.Node, x: torch.fx.Node
                 t = n.args[0].target(t, *n.args[0].args[1:], **n.args[0].kwargs)[n.args[1]]
             else:
                 t = n.target(t, *n.args[1:], **n.kwargs)
-    except RuntimeError:
+    except (RuntimeError, ValueError):  # a fake tensor's impossible view raises ValueError (Mamba2's 6-D views)
         _unused(gm, c, src)
         return None
     return c, t
