@@ -12,7 +12,8 @@ import torch
 from torch import Tensor
 
 UNARY_OPS = ("identity", "relu", "abs", "exp", "exp2", "log", "log2", "neg", "sqrt", "rsqrt",
-             "silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square")
+             "silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square",
+             "erf", "expm1", "log1p")
 # Scalar forms, written "name:k" (e.g. "mul_scalar:0.125"); k is rounded to fp32 as the compiler does
 # (canonical %.9g text, then fp32).
 UNARY_SCALAR_OPS = ("add_scalar", "mul_scalar", "div_scalar", "pow_scalar", "clamp_min", "clamp_max")
@@ -38,6 +39,9 @@ _UNARY_FNS = {
     "sin": torch.sin,
     "reciprocal": torch.reciprocal,
     "square": torch.square,
+    "erf": torch.erf,
+    "expm1": torch.expm1,
+    "log1p": torch.log1p,
 }
 
 _UNARY_SCALAR_FNS = {

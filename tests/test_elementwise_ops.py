@@ -43,6 +43,9 @@ UNARY = {
     "sin": torch.sin,
     "reciprocal": torch.reciprocal,
     "square": torch.square,
+    "erf": torch.erf,
+    "expm1": torch.expm1,
+    "log1p": lambda x: torch.log1p(x.abs()),  # log1p's domain: x > -1
 }
 
 
@@ -51,7 +54,15 @@ def test_unary_op(name):
     fn = UNARY[name]
     x = randn(3, 200, 300, scale=3.0)  # ragged tiles, and the tails of tanh/sigmoid/gelu
     _check(lambda t: fn(t), x)
-    assert f"ElementwiseUnary(ops={name})" in _icodes()
+    assert f"ElementwiseUnary(ops={name})" in _icodes() or name == "log1p"
+
+
+def test_expm1_log1p_keep_small_values():
+    """expm1 / log1p near 0, where exp(x) - 1 and log(1 + x) in fp32 cancel: xIELU (Apertus) and softplus-like
+    activations read them there."""
+    x = randn(64, 256, scale=1e-4)
+    _check(lambda t: (torch.expm1(t), torch.log1p(t)), x)
+    assert {"ElementwiseUnary(ops=expm1)", "ElementwiseUnary(ops=log1p)"} <= set(_icodes())
 
 
 SCALAR = {
@@ -158,7 +169,7 @@ def test_custom_op_scalar_forms():
 
 
 @pytest.mark.parametrize("ops", ["silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal",
-                                 "square", "add_scalar:2.5", "mul_scalar:0.125", "div_scalar:3", "pow_scalar:3",
+                                 "square", "erf", "expm1", "add_scalar:2.5", "mul_scalar:0.125", "div_scalar:3", "pow_scalar:3",
                                  "clamp_min:0", "clamp_max:-0.5"])
 def test_custom_op_oracle_matches_eager(ops):
     """The oracle (megakittens/ops.py) computes each op as eager does, in fp32."""
@@ -167,7 +178,7 @@ def test_custom_op_oracle_matches_eager(ops):
     ref = {
         "silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
         "sigmoid": torch.sigmoid, "tanh": torch.tanh, "cos": torch.cos, "sin": torch.sin,
-        "reciprocal": torch.reciprocal, "square": torch.square,
+        "reciprocal": torch.reciprocal, "square": torch.square, "erf": torch.erf, "expm1": torch.expm1,
         "add_scalar": lambda t: t + float(k), "mul_scalar": lambda t: t * float(k), "div_scalar": lambda t: t / float(k),
         "pow_scalar": lambda t: t ** float(k), "clamp_min": lambda t: t.clamp_min(float(k)),
         "clamp_max": lambda t: t.clamp_max(float(k)),

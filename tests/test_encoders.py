@@ -26,6 +26,8 @@ ENCODERS = {
     "xlm_roberta": ("XLMRobertaConfig", "XLMRobertaModel", {}, "last_hidden_state"),
     "mpnet": ("MPNetConfig", "MPNetModel", {}, "last_hidden_state"),
     "opt": ("OPTConfig", "OPTModel", {"ffn_dim": 512, "word_embed_proj_dim": 256}, "last_hidden_state"),
+    # ESM: its GELU written out with erf, rotary positions
+    "esm": ("EsmConfig", "EsmModel", {"pad_token_id": 1, "position_embedding_type": "rotary"}, "last_hidden_state"),
 }
 CAUSAL = {"opt"}
 

@@ -106,10 +106,11 @@ def g_many_slots(*xs):  # 226 slots: too many for the tile maps in the kernel pa
 
 def g_new_unary(x):
     return (F.silu(x), F.gelu(x), F.gelu(x, approximate="tanh"), torch.sigmoid(x), torch.tanh(x), torch.cos(x),
-            torch.sin(x), torch.reciprocal(x), torch.square(x))
+            torch.sin(x), torch.reciprocal(x), torch.square(x), torch.erf(x), torch.expm1(x), torch.log1p(x.abs()))
 
 
-NEW_UNARY_NAMES = ["silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square"]
+NEW_UNARY_NAMES = ["silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square", "erf", "expm1",
+                   "log1p"]
 
 
 def g_scalar(x):

@@ -257,6 +257,8 @@ HF_FAMILIES = {
     "helium": ("HeliumConfig", "HeliumModel", {"head_dim": 64}),
     "glm": ("GlmConfig", "GlmModel", {"head_dim": 64, "pad_token_id": 0}),
     "ernie4_5": ("Ernie4_5Config", "Ernie4_5Model", {"head_dim": 64, "pad_token_id": 0}),
+    # Apertus: the xIELU activation (expm1, softplus) and q/k RMSNorm
+    "apertus": ("ApertusConfig", "ApertusModel", {}),
 }
 
 

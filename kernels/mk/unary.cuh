@@ -7,7 +7,7 @@ namespace mk {
 // Names as the host's UnaryStep (src/itypes/elementwise.h): codegen emits mk::Unary::<host op name>.
 enum class Unary {
   identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt,
-  silu, gelu, gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square,
+  silu, gelu, gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square, erf, expm1, log1p,
   add_scalar, mul_scalar, div_scalar, pow_scalar, clamp_min, clamp_max,  // read a constant k
 };
 
@@ -29,7 +29,7 @@ __device__ __forceinline__ float sqrt_rn(float x) {
   return (x == 0.f || x == __int_as_float(0x7f800000)) ? x : r;
 }
 
-// fp32, the host reference's functions (accurate ones where it matters: erff, tanhf, sinf, cosf, powf).
+// fp32, the host reference's functions (accurate ones where it matters: erff, tanhf, sinf, cosf, powf, expm1f, log1pf).
 template <Unary U>
 __device__ __forceinline__ float unary(float x, float k = 0.f) {
   if constexpr (U == Unary::identity) return x;
@@ -56,6 +56,9 @@ __device__ __forceinline__ float unary(float x, float k = 0.f) {
   else if constexpr (U == Unary::sin) return sinf(x);
   else if constexpr (U == Unary::reciprocal) return __frcp_rn(x);
   else if constexpr (U == Unary::square) return x * x;
+  else if constexpr (U == Unary::erf) return erff(x);
+  else if constexpr (U == Unary::expm1) return expm1f(x);  // accurate near 0, where exp(x) - 1 cancels
+  else if constexpr (U == Unary::log1p) return log1pf(x);
   else if constexpr (U == Unary::add_scalar) return x + k;
   else if constexpr (U == Unary::mul_scalar) return x * k;
   else if constexpr (U == Unary::div_scalar) return __fdiv_rn(x, k);  // exact, as eager x / k

@@ -57,10 +57,10 @@ EwTile ew_tile(const Coord4& s, const Profile& p, int inputs, int64_t i) {
 const std::vector<std::string>& ElementwiseUnary::supported_ops() {
   // In UnaryStep::Op order.
   static const std::vector<std::string> ops = {
-      "identity", "relu",  "abs",       "exp",        "exp2",       "log",        "log2",       "neg",
-      "sqrt",     "rsqrt", "silu",      "gelu",       "gelu_tanh",  "sigmoid",    "tanh",       "cos",
-      "sin",      "reciprocal", "square", "add_scalar", "mul_scalar", "div_scalar", "pow_scalar", "clamp_min",
-      "clamp_max"};
+      "identity", "relu",       "abs",    "exp",   "exp2",       "log",        "log2",       "neg",
+      "sqrt",     "rsqrt",      "silu",   "gelu",  "gelu_tanh",  "sigmoid",    "tanh",       "cos",
+      "sin",      "reciprocal", "square", "erf",   "expm1",      "log1p",      "add_scalar", "mul_scalar",
+      "div_scalar", "pow_scalar", "clamp_min", "clamp_max"};
   return ops;
 }
 

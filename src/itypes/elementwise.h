@@ -59,6 +59,7 @@ struct UnaryStep {
   enum class Op {
     identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt,           // seed ops
     silu, gelu, gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square,     // no constant
+    erf, expm1, log1p,
     add_scalar, mul_scalar, div_scalar, pow_scalar, clamp_min, clamp_max,  // x+k, x*k, x/k, x^k, max, min
   };
   Op op = Op::identity;
@@ -78,7 +79,7 @@ struct UnaryStep {
 class ElementwiseUnary final : public IType {
  public:
   // ops, applied left to right: identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt, silu, gelu
-  // (exact, erf), gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square, and the scalar forms
+  // (exact, erf), gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square, erf, expm1, log1p, and the scalar forms
   // add_scalar:k (x + k), mul_scalar:k, div_scalar:k (x / k, true division), pow_scalar:k (powf),
   // clamp_min:k, clamp_max:k (NaN propagates). Throws CompileError on an unknown op name.
   explicit ElementwiseUnary(std::vector<std::string> ops);

@@ -380,7 +380,7 @@ const std::map<std::string, Entry>& registry() {
       {"aten.amax.default", {"self, dim, keepdim", [](const OpCall& c) { return row_reduce(c, "max"); }}},
       UNARY(relu), UNARY(abs), UNARY(exp), UNARY(exp2), UNARY(log), UNARY(log2), UNARY(neg), UNARY(sqrt),
       UNARY(rsqrt), UNARY(silu), UNARY(sigmoid), UNARY(tanh), UNARY(cos), UNARY(sin), UNARY(reciprocal),
-      UNARY(square),
+      UNARY(square), UNARY(erf), UNARY(expm1), UNARY(log1p),
       {"aten._fused_rms_norm.default", {"input, normalized_shape, weight, eps", rms_norm}},
       {"aten.rms_norm.default", {"input, normalized_shape, weight, eps", rms_norm}},
       {"aten._scaled_dot_product_flash_attention.default",

@@ -37,6 +37,9 @@ float UnaryStep::apply(float x) const {
     case O::sin: return std::sin(x);
     case O::reciprocal: return 1.f / x;
     case O::square: return x * x;
+    case O::erf: return std::erf(x);
+    case O::expm1: return std::expm1(x);
+    case O::log1p: return std::log1p(x);
     case O::add_scalar: return x + k;
     case O::mul_scalar: return x * k;
     case O::div_scalar: return x / k;
