@@ -246,15 +246,13 @@ def _hardswish(x: torch.Tensor) -> Any:  # x * relu6(x + 3) / 6 in fp32, rounded
 
 def _softplus(x: torch.Tensor, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """log(1 + exp(beta x)) / beta, x itself where beta x > threshold (torch.nn.functional.softplus), in fp32, rounded
-    once. The stable form relu(bx) + log1p(exp(-|bx|)), with log1p(t) = t - t^2 / 2 below t = 1e-4 (where log(1 + t)
-    would lose t to the sum's rounding; the next term, t^3 / 3, is below fp32's resolution of t there)."""
+    once. The stable form relu(bx) + log1p(exp(-|bx|)) (log1p: an ElementwiseUnary step, exact where log(1 + t)
+    would lose t to the sum's rounding)."""
     if not x.dtype.is_floating_point or beta == 0:
         return NotImplemented
     xf = x.to(torch.float32)
     bx = xf * beta
-    t = torch.exp(-bx.abs())
-    log1p = torch.where(t < 1e-4, t - 0.5 * t * t, torch.log(t + 1.0))
-    return torch.where(bx > threshold, xf, (torch.relu(bx) + log1p) / beta).to(x.dtype)
+    return torch.where(bx > threshold, xf, (torch.relu(bx) + torch.log1p(torch.exp(-bx.abs()))) / beta).to(x.dtype)
 
 
 def _softmax_op(x: torch.Tensor, dim: int, log: bool, safe: bool, out: torch.dtype) -> Any:
