@@ -119,9 +119,9 @@ TEST(Trace, SelectOutOfRangeNamesViewNode) {
 TEST(Trace, UnsupportedOpRejected) {
   GraphBuilder b;
   const int x = b.placeholder("x", {64, 128});
-  const int t = b.call("erf_3", "aten.erf.default", {ref(x)}, {64, 128});
+  const int t = b.call("erfc_3", "aten.erfc.default", {ref(x)}, {64, 128});
   b.output({t});
-  expect_error(b.g, {"node 'erf_3': unsupported op aten.erf.default (no instruction type)"});
+  expect_error(b.g, {"node 'erfc_3': unsupported op aten.erfc.default (no instruction type)"});
 }
 
 TEST(Trace, ScalarOperandRejected) {
