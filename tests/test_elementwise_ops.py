@@ -169,7 +169,8 @@ def test_custom_op_scalar_forms():
 
 
 @pytest.mark.parametrize("ops", ["silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal",
-                                 "square", "erf", "expm1", "add_scalar:2.5", "mul_scalar:0.125", "div_scalar:3", "pow_scalar:3",
+                                 "square", "erf", "expm1", "add_scalar:2.5", "mul_scalar:0.125", "div_scalar:3",
+                                 "pow_scalar:3",
                                  "clamp_min:0", "clamp_max:-0.5"])
 def test_custom_op_oracle_matches_eager(ops):
     """The oracle (megakittens/ops.py) computes each op as eager does, in fp32."""

@@ -180,8 +180,9 @@ def test_experiment_compiles_without_spills(define, case, cluster, monkeypatch):
     """MEGAKITTENS_DEFINES=<define>: gemm.cuh [Note: gemm early bias] and [Note: gemm multicast] (clusters
     of 2), the timing experiments MK_EXP_GEMM_NO_LOAD / NO_MMA, Attention with one loader warp
     (MK_ATTN_TWO_LOADERS=0), its loop's cycle split (MK_ATTN_WAIT_STATS), the softmax in the P V wait's
-    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1), one empty barrier per K / V stage (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count
-    (MK_ATTN_SOFTMAX_CHAINS), exponentials by polynomial (MK_ATTN_POLY_EXP2), the consumers' plain mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh) and the
+    block (MK_ATTN_SPLIT_SOFTMAX=0), ping-pong on causal tiles too (MK_ATTN_PINGPONG=1), one empty barrier per
+    K / V stage (MK_ATTN_SPLIT_RELEASE=0), the softmax's chain count (MK_ATTN_SOFTMAX_CHAINS), exponentials by
+    polynomial (MK_ATTN_POLY_EXP2), the consumers' plain mbarrier wait (MK_MMA_WAIT_FAST=0, tile.cuh) and the
     dst releases from lane 0 alone (MK_RELEASE_LANES=0, vm.cuh); none may spill or serialize the wgmma."""
     name, _, value = define.partition("=")
     monkeypatch.setenv("MEGAKITTENS_DEFINES", f"{name}={value or 1}")
@@ -277,7 +278,8 @@ def test_elementwise_ops_compile_without_spills(case, cluster):
     if case == "ew_select":
         assert "mk::Binary::select" in src
     if case == "ew_unary_ragged":
-        for op in ("silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square", "erf", "expm1"):
+        for op in ("silu", "gelu", "gelu_tanh", "sigmoid", "tanh", "cos", "sin", "reciprocal", "square", "erf",
+                   "expm1"):
             assert f"mk::ElementwiseUnary<mk::Unary::{op}>" in src
     else:
         assert "mk::ElementwiseFused<" in src  # the chains fuse; ew_scalar's single ops stay ElementwiseUnaryK

@@ -29,7 +29,8 @@ __device__ __forceinline__ float sqrt_rn(float x) {
   return (x == 0.f || x == __int_as_float(0x7f800000)) ? x : r;
 }
 
-// fp32, the host reference's functions (accurate ones where it matters: erff, tanhf, sinf, cosf, powf, expm1f, log1pf).
+// fp32, the host reference's functions (accurate ones where it matters: erff, tanhf, sinf, cosf, powf, expm1f,
+// log1pf).
 template <Unary U>
 __device__ __forceinline__ float unary(float x, float k = 0.f) {
   if constexpr (U == Unary::identity) return x;

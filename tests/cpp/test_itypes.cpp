@@ -217,7 +217,8 @@ TEST(ITypeNames, UnknownOpsListSupported) {
   const std::string u = error_of([] { ElementwiseUnary({"relu", "erfc"}); });
   EXPECT_NE(u.find("'erfc'"), std::string::npos) << u;
   EXPECT_NE(u.find("supported ops: identity, relu, abs, exp, exp2, log, log2, neg, sqrt, rsqrt, silu, gelu, "
-                   "gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square, erf, expm1, log1p, add_scalar:k, mul_scalar:k, "
+                   "gelu_tanh, sigmoid, tanh, cos, sin, reciprocal, square, erf, expm1, log1p, add_scalar:k, "
+                   "mul_scalar:k, "
                    "div_scalar:k, pow_scalar:k, clamp_min:k, clamp_max:k"),
             std::string::npos)
       << u;

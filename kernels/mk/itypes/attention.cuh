@@ -660,8 +660,8 @@ struct Attention {
       fence_all(s);
       laps.lap(Laps::kSWait);
       release_k(c, sk);
-      softmax<BN, false, kPolyExp2<D>>(s, m, l, corr, kb * BN, row, kv_end, needs_mask<BN>(kb * BN, kv_end, first_row), c.lane,
-                         mk);
+      softmax<BN, false, kPolyExp2<D>>(s, m, l, corr, kb * BN, row, kv_end,
+                                       needs_mask<BN>(kb * BN, kv_end, first_row), c.lane, mk);
       end_softmax_block(l);
       laps.lap(Laps::kSoftmax);
       ptx::wgmma_wait<0>();
